@@ -1,0 +1,69 @@
+"""Kbuildfile.py: a plain Python file that declares rules and says what to build."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .engine import Query, Rule
+
+FILENAME = "Kbuildfile.py"
+
+
+class BuildfileError(Exception):
+    pass
+
+
+@dataclass
+class Buildfile:
+    path: Path
+    rules: list[Rule]
+    targets: Callable[[], Iterable[Query]]
+    max_calls: int
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+
+def find(start: Path) -> Path:
+    """The Kbuildfile.py in `start` or the nearest folder above it, as git finds .git."""
+    for folder in [start, *start.parents]:
+        candidate = folder / FILENAME
+        if candidate.is_file():
+            return candidate
+    raise BuildfileError(f"no {FILENAME} in {start} or any folder above it; run `kbuild init` to write one")
+
+
+def load(path: Path) -> Buildfile:
+    """Run the Kbuildfile and collect what it declares.
+
+    Every Rule it defines or imports at module level is known to the engine (so a recorded query
+    can be verified without running its parent); `targets()` names what `kbuild` builds.
+    """
+    spec = importlib.util.spec_from_file_location("Kbuildfile", path)
+    if spec is None or spec.loader is None:
+        raise BuildfileError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))  # so the Kbuildfile can import modules beside it
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise BuildfileError(f"{path} failed to run: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.path.remove(str(path.parent))
+    namespace: dict[str, Any] = vars(module)
+    targets = namespace.get("targets")
+    if not callable(targets):
+        raise BuildfileError(f"{path} must define `def targets():` returning the queries to build")
+    rules: list[Rule] = []
+    for value in namespace.values():
+        candidates = value if isinstance(value, (list, tuple)) else [value]
+        rules.extend(v for v in candidates if isinstance(v, Rule) and v not in rules)
+    max_calls = namespace.get("max_calls", 4)
+    if not isinstance(max_calls, int) or max_calls < 1:
+        raise BuildfileError(f"{path}: max_calls must be a whole number of at least 1")
+    return Buildfile(path.resolve(), rules, targets, max_calls)

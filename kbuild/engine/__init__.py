@@ -1,0 +1,16 @@
+"""kbuild's engine: memoised queries over content-hashed inputs, with early cutoff.
+
+It knows queries, rules, files and hashes; what the rules compute is not its business.
+"""
+from .build import BuildLocked, Context, CycleError, Engine, QueryFailed, Report
+from .callcache import CallCache
+from .files import PathEscapesRoot
+from .graph import to_graph
+from .lockfile import LockError, read_lock
+from .rule import Query, Rule, rule
+from .state import Memo
+
+__all__ = [
+    "BuildLocked", "CallCache", "Context", "CycleError", "Engine", "LockError", "Memo",
+    "PathEscapesRoot", "Query", "QueryFailed", "Report", "Rule", "read_lock", "rule", "to_graph",
+]

@@ -1,0 +1,747 @@
+"""The engine: memoised queries, verification against recorded reads, early cutoff.
+
+A build brings a set of target queries up to date. Each query's memo records what it read, in
+order, with the hash of each read. A query is reused when every recorded read still has its
+recorded hash; reads are checked in the order they were made, each brought up to date first, so
+the query nearest the inputs is always settled before the queries above it. A query that runs
+again and produces the hash it had before (or that its rule's cutoff hook judges equivalent)
+presents its old hash to its readers, so nothing above it runs (early cutoff).
+
+Comparing hashes rather than revision numbers (Salsa's "changed at") is what lets the committed
+lock carry the graph to a fresh clone, and makes a reverted edit cost nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import gc
+import json
+import os
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .callcache import CallCache
+from .files import FileHasher, atomic_write, output_path
+from .hashing import ABSENT, FAILED, decode_value, encode_value, hash_bytes
+from .lockfile import read_lock, write_lock
+from .rule import Query, Rule
+from .state import DepGroup, Memo, State, flat
+
+FILE = "file:"
+CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
+COMMIT_EVERY_S = 1.0
+
+Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done", "fail"
+
+
+class BuildLocked(RuntimeError):
+    pass
+
+
+class CycleError(RuntimeError):
+    def __init__(self, members: list[str]) -> None:
+        self.members = members
+        super().__init__("dependency cycle: " + " -> ".join(members))
+
+
+class QueryFailed(Exception):
+    """Raised inside a rule when a query it reads has failed in this build."""
+
+    def __init__(self, query_id: str, reason: str) -> None:
+        self.query_id = query_id
+        self.reason = reason
+        super().__init__(f"{query_id} failed: {reason}")
+
+
+@dataclass
+class Report:
+    """What one build did. `reasons` says why each executed query ran."""
+
+    executed: list[str] = field(default_factory=list)
+    reused: int = 0
+    cutoff: dict[str, Literal["exact", "hook"]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    calls: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+    errors: dict[str, BaseException] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def summary(self) -> str:
+        parts = [
+            f"{len(self.executed)} ran",
+            f"{self.reused} reused",
+            f"{len(self.cutoff)} cut off",
+            f"{len(self.failed)} failed",
+            f"{self.calls} calls ({self.cache_hits} cached)",
+            f"{self.seconds:.2f}s",
+        ]
+        return ", ".join(parts)
+
+
+class Context:
+    """A rule's only window on the world: every read through it is recorded with its hash."""
+
+    __slots__ = ("_build", "_query", "deps", "outputs")
+
+    def __init__(self, build: _Build, query: Query) -> None:
+        self._build = build
+        self._query = query
+        self.deps: list[DepGroup] = []
+        self.outputs: dict[str, bytes] = {}
+
+    @property
+    def query_id(self) -> str:
+        return self._query.id
+
+    @property
+    def root(self) -> Path:
+        return self._build.engine.root
+
+    def read(self, path: str | os.PathLike[str]) -> bytes:
+        """The bytes of an input file. A missing file is recorded too, so creating it is a change."""
+        hasher = self._build.hasher
+        key = hasher.key(path)
+        try:
+            data, digest = hasher.read(key)
+        except FileNotFoundError:
+            self.deps.append([(FILE + key, ABSENT)])
+            raise
+        self.deps.append([(FILE + key, digest)])
+        return data
+
+    def read_text(self, path: str | os.PathLike[str]) -> str:
+        return self.read(path).decode("utf-8")
+
+    def exists(self, path: str | os.PathLike[str]) -> bool:
+        hasher = self._build.hasher
+        key = hasher.key(path)
+        digest = hasher.hash(key)
+        self.deps.append([(FILE + key, digest)])
+        return digest != ABSENT
+
+    async def query(self, query: Query) -> Any:
+        (value,) = await self.query_all([query])
+        return value
+
+    async def query_all(self, queries: Sequence[Query], *, return_failures: bool = False) -> list[Any]:
+        """Read several queries concurrently. With `return_failures`, a failed one is returned as
+        its QueryFailed instead of raising, so a rule can build around it (an index leaving out a
+        page that failed its checks)."""
+        build = self._build
+        me = self._query.id
+        for q in queries:
+            build.introduce(q)
+        ids = [q.id for q in queries]
+        await asyncio.gather(*(build.demand(i, me) for i in ids))
+        values = await asyncio.gather(*(build.value_of(i) for i in ids))
+        group = [(i, build.current_hash(i)) for i in ids]
+        self.deps.append(group)
+        failures = [v for v in values if isinstance(v, QueryFailed)]
+        if failures and not return_failures:
+            raise failures[0]
+        return list(values)
+
+    def write(self, path: str, data: bytes | str) -> None:
+        """Produce a file (relative to the root). It is written when the rule succeeds, atomically,
+        and removed when a later run of this query no longer produces it."""
+        output_path(self._build.engine.root, path)  # refuse an escaping path now, in the rule
+        self.outputs[Path(path).as_posix()] = data.encode() if isinstance(data, str) else bytes(data)
+
+    async def call(
+        self, request: Mapping[str, Any], compute: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """An expensive call (a model), cached under the hash of `request` and bounded in flight.
+
+        `request` must hold everything that decides the answer; the response must be JSON.
+        """
+        build = self._build
+        return await build.calls.call(request, compute, refresh=build.refresh)
+
+
+class Engine:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        rules: Iterable[Rule] = (),
+        *,
+        state_dir: Path | None = None,
+        lock_path: Path | None = None,
+        cache_dir: Path | None = None,
+        max_calls: int = 4,
+    ) -> None:
+        self.root = Path(root).resolve()
+        self.rules: dict[str, Rule] = {}
+        for r in rules:
+            self.register(r)
+        self.state_dir = state_dir or self.root / ".kbuild"
+        self.lock_path = lock_path or self.root / "kbuild.lock"
+        env_cache = os.environ.get("KBUILD_CACHE_DIR")
+        self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.state_dir / "cache")
+        self.max_calls = max_calls
+
+    def register(self, r: Rule) -> None:
+        known = self.rules.setdefault(r.name, r)
+        if known is not r and known.fn is not r.fn:
+            raise ValueError(f"two different rules are named {r.name!r}; give one of them another name")
+
+    def build(
+        self,
+        targets: Iterable[Query],
+        *,
+        collect_garbage: bool = True,
+        refresh: bool = False,
+        observer: Observer | None = None,
+    ) -> Report:
+        """Bring `targets` up to date. With `collect_garbage`, queries no target reaches any more
+        are forgotten and their files removed (pass False when building a subset)."""
+        return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh, observer=observer))
+
+    async def build_async(
+        self,
+        targets: Iterable[Query],
+        *,
+        collect_garbage: bool = True,
+        refresh: bool = False,
+        observer: Observer | None = None,
+    ) -> Report:
+        targets = list(targets)
+        with BuildLock(self.state_dir):
+            build = _Build(self, State(self.state_dir / "state.db"), refresh, observer)
+            try:
+                return await build.run(targets, collect_garbage)
+            finally:
+                build.close()
+
+    def plan(self, targets: Iterable[Query]) -> dict[str, str]:
+        """What a build would run and why, without running anything: a dry run.
+
+        It is an upper bound: a query listed here may turn out unchanged and be cut off.
+        """
+        targets = list(targets)
+        state_file = self.state_dir / "state.db"
+        build = _Build(self, State(state_file if state_file.exists() else None), False, None)
+        try:
+            for t in targets:
+                build.introduce(t)
+            root_ids = [t.id for t in targets]
+            if build.still_clean(root_ids) is not None:
+                return {}
+            build.load_graph()
+            build.settle(root_ids)
+            return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
+        finally:
+            build.close(save=False)
+
+    def value(self, query: Query) -> Any:
+        """The stored value of a query as the last build left it, without running anything."""
+        state = State(self.state_dir / "state.db")
+        try:
+            blob = state.load_value(query.id)
+        finally:
+            state.db.close()
+        if blob is None:
+            raise KeyError(f"{query.id} has no stored value; run `kbuild` first")
+        return decode_value(blob)
+
+    def memos(self) -> dict[str, Memo]:
+        """The recorded graph: from local state, or from the lock on a fresh clone."""
+        state_file = self.state_dir / "state.db"
+        build = _Build(self, State(state_file if state_file.exists() else None), False, None)
+        try:
+            build.load_graph()
+            return dict(build.memos)
+        finally:
+            build.close(save=False)
+
+
+def _targets_digest(root_ids: list[str]) -> str:
+    return hash_bytes("\n".join(sorted(root_ids)).encode())
+
+
+class BuildLock:
+    """One build per store: an exclusive lock on a file in the state folder."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "build.lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> BuildLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise BuildLocked(
+                f"another kbuild (pid {holder}) is building this store; wait for it to finish or stop it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+class _Build:
+    """The state of one build: which queries are settled, running, failed."""
+
+    def __init__(self, engine: Engine, state: State, refresh: bool, observer: Observer | None) -> None:
+        self.engine = engine
+        self.state = state
+        self.refresh = refresh
+        self.observer = observer
+        self.hasher = FileHasher(engine.root, state.load_stats())
+        self.lock_key = self.hasher.key(engine.lock_path)
+        self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
+        self.memos: dict[str, Memo] = {}
+        self.changed = False
+        self.calls = CallCache(engine.cache_dir, engine.max_calls)
+        self.green: dict[str, str] = {}  # settled this build: query id -> hash its readers see
+        self.must_run: dict[str, str] = {}  # query id -> why it cannot be reused
+        self.unsure: dict[str, str] = {}  # a read is out of date: verify once that one is settled
+        self.failed: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+        self.tasks: dict[str, asyncio.Task[str]] = {}
+        self.forced: dict[str, asyncio.Task[str]] = {}
+        self.waits: dict[str, set[str]] = {}
+        self.report = Report()
+        self.last_commit = time.monotonic()
+        self.queries: dict[str, Query] = {}
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def load_graph(self) -> None:
+        # Loading the graph allocates a million small objects; the cyclic collector would scan
+        # them again and again (3 s instead of 0.5 s at 100k queries), and they all live for the
+        # whole build, so collection is paused while loading and they are frozen out of it.
+        gc.disable()
+        try:
+            self.memos = self.state.load_memos()
+            if self.lock_changed:
+                self._import_lock()
+        finally:
+            gc.enable()
+        gc.freeze()
+
+    def _import_lock(self) -> None:
+        """Take the graph from the lock when it changed under us (a fresh clone, a git pull)."""
+        imported = read_lock(self.engine.lock_path)
+        keep = {q for q, m in imported.items() if self.memos.get(q) == m}
+        self.state.replace_memos(imported.values(), keep_values_of=keep)
+        self.state.set_meta("lock_hash", self.hasher.hash(self.lock_key))
+        self.state.delete_meta(CLEAN)
+        self.memos = imported
+
+    # -- the no-op fast path ------------------------------------------------------------------
+
+    def still_clean(self, root_ids: list[str]) -> int | None:
+        """When the last build left every query settled, the whole graph is still settled if no
+        file it read or wrote changed, no rule changed and the targets are the same: that needs
+        a stat per file, as `git status` does, and not the graph. Returns the number of queries."""
+        if self.lock_changed:
+            return None
+        blob = self.state.get_meta(CLEAN)
+        if blob is None:
+            return None
+        summary = json.loads(blob)
+        if summary["targets"] != _targets_digest(root_ids):
+            return None
+        rules = self.engine.rules
+        for name, fingerprint in summary["fingerprints"].items():
+            r = rules.get(name)
+            if r is None or r.fingerprint != fingerprint:
+                return None
+        file_hash = self.hasher.hash
+        for kind in ("files", "outputs"):
+            for path, digest in summary[kind].items():
+                if file_hash(path) != digest:
+                    return None
+        return summary["queries"]
+
+    def _record_clean(self, root_ids: list[str]) -> None:
+        if self.failed or len(self.green) != len(self.memos):
+            return
+        files: dict[str, str] = {}
+        outputs: dict[str, str] = {}
+        fingerprints: dict[str, str] = {}
+        for memo in self.memos.values():
+            if fingerprints.setdefault(memo.rule, memo.fingerprint) != memo.fingerprint:
+                return
+            outputs.update(memo.outputs)
+            for group in memo.deps:
+                for dep, digest in group:
+                    if dep.startswith(FILE):
+                        files[dep[5:]] = digest
+        summary = {"targets": _targets_digest(root_ids), "fingerprints": fingerprints, "files": files,
+                   "outputs": outputs, "queries": len(self.memos)}
+        self.state.set_meta(CLEAN, json.dumps(summary))
+
+    def introduce(self, query: Query) -> None:
+        """Make a query runnable by id: one nobody has built yet is known only by its Query."""
+        if query.id not in self.queries:
+            if self.engine.rules.get(query.rule.name) is not query.rule:
+                self.engine.register(query.rule)
+            self.queries[query.id] = query
+
+    def close(self, save: bool = True) -> None:
+        gc.unfreeze()  # a watch session builds again and again: let this build's graph go
+        if save:
+            self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+            self.state.close()
+        else:
+            self.state.db.close()
+
+    def _maybe_commit(self) -> None:
+        now = time.monotonic()
+        if now - self.last_commit >= COMMIT_EVERY_S:
+            self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+            self.hasher.changed_stats.clear()
+            self.state.commit()
+            self.last_commit = now
+
+    def _emit(self, event: str, qid: str) -> None:
+        if self.observer is not None:
+            self.observer(event, qid)
+
+    # -- the synchronous first pass ---------------------------------------------------------
+
+    def _why_not_reusable(self, memo: Memo | None) -> str | None:
+        """Reasons that need no reads to be settled: no memo, a changed rule, a damaged output."""
+        if memo is None:
+            return "new"
+        r = self.engine.rules.get(memo.rule)
+        if r is None:
+            return f"rule {memo.rule} is not defined any more"
+        if r.fingerprint != memo.fingerprint:
+            return f"rule {memo.rule} changed"
+        for path, digest in memo.outputs.items():
+            if self.hasher.hash(path) != digest:
+                return f"output {path} is missing or was edited"
+        return None
+
+    def settle(self, roots: list[str]) -> None:
+        """Settle, without running anything, every query whose recorded reads all still hold.
+
+        A no-op build is only this pass: an explicit stack rather than recursion or tasks, so a
+        deep graph cannot overflow and a large one costs a loop over its edges.
+        """
+        memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
+        file_hash = self.hasher.hash
+        cursor: dict[str, int] = {}
+        deps_of: dict[str, list[tuple[str, str]]] = {}
+        for root in roots:
+            stack = [root]
+            while stack:
+                qid = stack[-1]
+                if qid in green or qid in must_run or qid in unsure:
+                    stack.pop()
+                    continue
+                if qid not in cursor:
+                    reason = self._why_not_reusable(memos.get(qid))
+                    if reason:
+                        must_run[qid] = reason
+                        stack.pop()
+                        continue
+                    cursor[qid] = 0
+                    deps_of[qid] = [dep for group in memos[qid].deps for dep in group]
+                deps = deps_of[qid]
+                i = cursor[qid]
+                reason = None
+                descend = None
+                while i < len(deps):
+                    dep, recorded = deps[i]
+                    if dep.startswith(FILE):
+                        if file_hash(dep[5:]) != recorded:
+                            reason = f"input {dep[5:]} changed"
+                            break
+                    else:
+                        now = green.get(dep)
+                        if now is None:
+                            if dep in must_run or dep in unsure:
+                                reason = f"{dep} is out of date"
+                            elif dep in cursor:  # on the stack: a recorded cycle
+                                reason = f"{dep} is part of a cycle"
+                            else:
+                                descend = dep
+                            break
+                        if now != recorded:
+                            reason = f"{dep} changed"
+                            break
+                    i += 1
+                if descend is not None:
+                    cursor[qid] = i
+                    stack.append(descend)
+                    continue
+                stack.pop()
+                del cursor[qid], deps_of[qid]
+                if reason is None:
+                    green[qid] = memos[qid].hash
+                else:
+                    unsure[qid] = reason
+
+    # -- the asynchronous pass: run what must run ---------------------------------------------
+
+    async def run(self, targets: list[Query], collect_garbage: bool) -> Report:
+        started = time.perf_counter()
+        for t in targets:
+            self.introduce(t)
+        root_ids = [t.id for t in targets]
+        report = self.report
+        settled = self.still_clean(root_ids)
+        if settled is not None:
+            report.reused = settled
+            report.seconds = time.perf_counter() - started
+            return report
+        self.load_graph()
+        self.state.delete_meta(CLEAN)
+        self.settle(root_ids)
+        await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
+        report.failed = dict(self.failed)
+        report.reused = len(self.green) - len(report.executed)
+        nothing_ran_and_all_settled = not report.executed and len(self.green) == len(self.memos)
+        if collect_garbage and not nothing_ran_and_all_settled:
+            self._collect_garbage(root_ids)
+        self._check_output_owners()
+        if self.changed or not self.engine.lock_path.exists():
+            data = write_lock(self.engine.lock_path, self.memos)
+            self.state.set_meta("lock_hash", hash_bytes(data))
+            self.hasher.wrote(self.lock_key, hash_bytes(data))
+        self._record_clean(root_ids)
+        report.calls = self.calls.calls
+        report.cache_hits = self.calls.hits
+        report.seconds = time.perf_counter() - started
+        return report
+
+    async def demand(self, qid: str, requester: str | None) -> str:
+        """Bring one query up to date and return the hash its readers see."""
+        settled = self.green.get(qid)
+        if settled is not None:
+            return settled
+        if qid in self.failed:
+            return FAILED
+        task = self.tasks.get(qid)
+        if task is None:
+            task = asyncio.ensure_future(self._update(qid))
+            self.tasks[qid] = task
+        elif requester is not None and self._waits_on(qid, requester):
+            raise CycleError(self._cycle_path(qid, requester))
+        if requester is None:
+            return await task
+        waiting = self.waits.setdefault(requester, set())
+        waiting.add(qid)
+        try:
+            return await task
+        finally:
+            waiting.discard(qid)
+
+    def _waits_on(self, start: str, target: str) -> bool:
+        return self._cycle_path(start, target) is not None
+
+    def _cycle_path(self, start: str, target: str) -> list[str] | None:
+        """A path start -> ... -> target through queries waiting on one another, if any."""
+        seen = {start}
+        stack = [[start]]
+        while stack:
+            path = stack.pop()
+            if path[-1] == target:
+                return [target, *path]
+            for nxt in self.waits.get(path[-1], ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append([*path, nxt])
+        return None
+
+    def current_hash(self, qid: str) -> str:
+        return self.green.get(qid) or FAILED
+
+    async def _update(self, qid: str) -> str:
+        memo = self.memos.get(qid)
+        reason = self.must_run.get(qid) or self._why_not_reusable(memo)
+        if reason is None:
+            assert memo is not None
+            try:
+                reason = await self._first_changed_read(qid, memo)
+            except CycleError as exc:
+                return self._fail(qid, str(exc), exc)
+            if reason is None:
+                self.green[qid] = memo.hash
+                return memo.hash
+        return await self._execute(qid, memo, reason)
+
+    async def _first_changed_read(self, qid: str, memo: Memo) -> str | None:
+        """Check recorded reads in order, bringing each up to date first; name the first changed."""
+        for group in memo.deps:
+            current = await asyncio.gather(*(self._current(dep, qid) for dep, _ in group))
+            for (dep, recorded), now in zip(group, current):
+                if now != recorded:
+                    return f"{dep.removeprefix(FILE)} changed"
+        return None
+
+    async def _current(self, dep: str, requester: str) -> str:
+        if dep.startswith(FILE):
+            return self.hasher.hash(dep[5:])
+        return await self.demand(dep, requester)
+
+    def _query_for(self, qid: str) -> Query | None:
+        known = self.queries.get(qid)
+        if known is not None:
+            return known
+        memo = self.memos.get(qid)
+        if memo is None:
+            return None
+        r = self.engine.rules.get(memo.rule)
+        return Query(r, tuple(memo.key)) if r else None
+
+    async def _execute(self, qid: str, memo: Memo | None, reason: str) -> str:
+        query = self._query_for(qid)
+        if query is None:
+            return self._fail(qid, reason, None)
+        rule = query.rule
+        ctx = Context(self, query)
+        self.report.reasons[qid] = reason
+        self._emit("run", qid)
+        try:
+            value = await rule.fn(ctx, *query.key)
+            blob = encode_value(value)
+        except CycleError as exc:
+            return self._fail(qid, str(exc), exc)
+        except QueryFailed as exc:
+            return self._fail(qid, f"needs {exc.query_id}, which failed", exc)
+        except Exception as exc:  # a rule's bug or bad input: this query fails, others go on
+            return self._fail(qid, f"{type(exc).__name__}: {exc}", exc)
+        digest = hash_bytes(blob)
+        cut: Literal["exact", "hook"] | None = None
+        outputs_intact = memo is not None and self._outputs_intact(memo)
+        if memo is not None and digest == memo.hash:
+            cut = "exact"
+        elif memo is not None and rule.cutoff is not None and outputs_intact:
+            old_blob = self.state.load_value(qid)
+            if old_blob is not None and hash_bytes(old_blob) == memo.hash:
+                old_value = decode_value(old_blob)
+                try:
+                    same = rule.cutoff(old_value, decode_value(blob))
+                except Exception as exc:
+                    return self._fail(qid, f"its cutoff hook raised {type(exc).__name__}: {exc}", exc)
+                if same:
+                    cut, blob, digest = "hook", old_blob, memo.hash
+        try:
+            if cut == "hook" and memo is not None:
+                outputs = memo.outputs  # the old value stands, and so do its files
+            else:
+                outputs = self._write_outputs(ctx.outputs, memo.outputs if memo else {})
+        except OSError as exc:
+            return self._fail(qid, f"cannot write its output: {exc}", exc)
+        new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs)
+        self.memos[qid] = new
+        self.state.save_memo(new, blob)
+        self.values[qid] = decode_value(blob)
+        self.changed = True
+        self.green[qid] = digest
+        self.report.executed.append(qid)
+        if cut:
+            self.report.cutoff[qid] = cut
+        self._emit("done", qid)
+        self._maybe_commit()
+        return digest
+
+    def _fail(self, qid: str, message: str, exc: BaseException | None) -> str:
+        self.failed[qid] = message
+        if exc is not None:
+            self.report.errors[qid] = exc
+            exc.__kbuild_traceback__ = traceback.format_exc()  # type: ignore[attr-defined]
+        self._emit("fail", qid)
+        return FAILED
+
+    def _outputs_intact(self, memo: Memo) -> bool:
+        return all(self.hasher.hash(p) == d for p, d in memo.outputs.items())
+
+    def _write_outputs(self, produced: dict[str, bytes], previous: dict[str, str]) -> dict[str, str]:
+        root = self.engine.root
+        written: dict[str, str] = {}
+        for path, data in sorted(produced.items()):
+            digest = hash_bytes(data)
+            if self.hasher.hash(path) != digest:  # an unchanged file is not touched
+                atomic_write(output_path(root, path), data)
+                self.hasher.wrote(path, digest)
+            written[path] = digest
+        for path in previous.keys() - written.keys():
+            self._remove_output(path)
+        return written
+
+    def _remove_output(self, path: str) -> None:
+        try:
+            output_path(self.engine.root, path).unlink()
+        except FileNotFoundError:
+            pass
+        self.hasher.forget(path)
+        self.report.removed.append(path)
+
+    async def value_of(self, qid: str) -> Any:
+        """The value of a settled query, or its QueryFailed."""
+        if qid in self.failed:
+            return QueryFailed(qid, self.failed[qid])
+        value = self.values.get(qid)
+        if value is not None or qid in self.values:
+            return value
+        blob = self.state.load_value(qid)
+        if blob is not None and hash_bytes(blob) == self.green.get(qid):
+            value = decode_value(blob)
+            self.values[qid] = value
+            return value
+        # Settled from the lock on a fresh clone: the value was never stored here; run it.
+        task = self.forced.get(qid)
+        if task is None:
+            task = asyncio.ensure_future(self._execute(qid, self.memos.get(qid), "its value is not stored locally"))
+            self.forced[qid] = task
+        await task
+        if qid in self.failed:
+            return QueryFailed(qid, self.failed[qid])
+        return self.values[qid]
+
+    # -- the end of a build -----------------------------------------------------------------
+
+    def _collect_garbage(self, roots: list[str]) -> None:
+        """Forget queries that no target reaches any more, and remove the files they made."""
+        reached: set[str] = set()
+        stack = list(roots)
+        while stack:
+            qid = stack.pop()
+            if qid in reached or qid not in self.memos:
+                continue
+            reached.add(qid)
+            stack.extend(d for d, _ in flat(self.memos[qid].deps) if not d.startswith(FILE))
+        dead = [q for q in self.memos if q not in reached]
+        if not dead:
+            return
+        live_outputs = {p for q in reached for p in self.memos[q].outputs}
+        for qid in dead:
+            for path in self.memos.pop(qid).outputs:
+                if path not in live_outputs:
+                    self._remove_output(path)
+        self.state.delete_memos(dead)
+        self.changed = True
+
+    def _check_output_owners(self) -> None:
+        owner: dict[str, str] = {}
+        for qid, memo in self.memos.items():
+            for path in memo.outputs:
+                other = owner.setdefault(path, qid)
+                if other != qid:
+                    self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"

@@ -1,0 +1,75 @@
+"""Constructive traces for expensive calls: a result stored under the hash of its request.
+
+A folder of small JSON files (two-level fan-out, like git's objects), written atomically, so it
+can be shared by a team or by CI (KBUILD_CACHE_DIR) and copied or pruned with ordinary tools.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .files import atomic_write
+from .hashing import canonical_json, hash_bytes
+
+
+class CallCache:
+    def __init__(self, folder: Path, max_in_flight: int) -> None:
+        self.folder = folder
+        self.limit = asyncio.Semaphore(max_in_flight)
+        self.max_in_flight = max_in_flight
+        self.calls = 0
+        self.hits = 0
+        self._in_flight: dict[str, asyncio.Future[Any]] = {}
+
+    @staticmethod
+    def key(request: Mapping[str, Any]) -> str:
+        return hash_bytes(canonical_json(request).encode())
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key[2:]}.json"
+
+    def get(self, key: str) -> Any | None:
+        try:
+            return json.loads(self._path(key).read_bytes())["response"]
+        except (FileNotFoundError, ValueError, KeyError):
+            return None  # a missing or damaged entry is a miss, never an error
+
+    def put(self, key: str, request: Mapping[str, Any], response: Any) -> None:
+        record = {"request": request, "response": response}
+        atomic_write(self._path(key), canonical_json(record).encode())
+
+    async def call(
+        self,
+        request: Mapping[str, Any],
+        compute: Callable[[], Awaitable[Any]],
+        refresh: bool = False,
+    ) -> Any:
+        """The cached response to `request`, computing it at most once even when asked concurrently."""
+        key = self.key(request)
+        if not refresh:
+            cached = self.get(key)
+            if cached is not None:
+                self.hits += 1
+                return cached
+        pending = self._in_flight.get(key)
+        if pending is not None:
+            self.hits += 1
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            async with self.limit:
+                self.calls += 1
+                response = await compute()
+            self.put(key, request, response)
+            future.set_result(response)
+            return response
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: the caller that computed re-raises it
+            raise
+        finally:
+            del self._in_flight[key]

@@ -1,0 +1,137 @@
+"""The file system as the engine sees it: hashed inputs, atomic outputs, paths kept inside the root."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from .hashing import ABSENT, hash_bytes
+
+# A file changed within this window of its hashing could change again inside the same mtime
+# tick; such a file is hashed again next time rather than trusted by its stat (git's "racy" rule).
+RACY_NS = 2_000_000_000
+
+TEMP_SUFFIX = ".kbuild-tmp"
+
+StatKey = tuple[int, int, int]  # size, mtime_ns, inode
+
+
+class PathEscapesRoot(ValueError):
+    pass
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, flush it, then rename it into place.
+
+    A crash leaves the old file or the new one, never a torn one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # One fixed temporary name per file (one writer per store): a crash leaves at most one
+    # leftover, which the next write of that file replaces and .gitignore hides.
+    tmp = path.with_name(f".{path.name}{TEMP_SUFFIX}")
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def output_path(root: Path, relative: str) -> Path:
+    """Where an output may be written: a relative path that stays inside the root."""
+    candidate = Path(relative)
+    if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
+        raise PathEscapesRoot(f"output path {relative!r} must be relative and inside {root}")
+    full = root / candidate
+    if not full.resolve().is_relative_to(root.resolve()):
+        raise PathEscapesRoot(f"output path {relative!r} leads outside {root} (through a symlink)")
+    return full
+
+
+class FileHasher:
+    """Content hashes of files, with a stat fast path so an unchanged file is never read again.
+
+    Keys are paths relative to the root when inside it (so the lock is portable), else absolute.
+    """
+
+    def __init__(self, root: Path, stat_cache: dict[str, tuple[StatKey, str]]) -> None:
+        self.root = root
+        self._root = str(root)  # os.path on strings: pathlib costs more than the stat itself
+        self.stat_cache = stat_cache
+        self.changed_stats: set[str] = set()
+        self._this_build: dict[str, str] = {}
+        self._now_ns = time.time_ns()
+
+    def key(self, path: str | os.PathLike[str]) -> str:
+        p = Path(path)
+        if not p.is_absolute():
+            return p.as_posix()
+        try:
+            return p.relative_to(self.root).as_posix()
+        except ValueError:
+            return p.as_posix()
+
+    def full(self, key: str) -> str:
+        return os.path.join(self._root, key)
+
+    def hash(self, key: str) -> str:
+        known = self._this_build.get(key)
+        if known is not None:
+            return known
+        digest = self._hash_uncached(key)
+        self._this_build[key] = digest
+        return digest
+
+    def read(self, key: str) -> tuple[bytes, str]:
+        """Read a file and hash exactly the bytes read, so the recorded hash is of what was used."""
+        with open(self.full(key), "rb") as f:
+            data = f.read()
+        digest = hash_bytes(data)
+        self._this_build[key] = digest
+        self._remember(key, digest)
+        return data, digest
+
+    def wrote(self, key: str, digest: str) -> None:
+        self._this_build[key] = digest
+        self._remember(key, digest)
+
+    def forget(self, key: str) -> None:
+        self._this_build.pop(key, None)
+        if self.stat_cache.pop(key, None) is not None:
+            self.changed_stats.add(key)
+
+    def _hash_uncached(self, key: str) -> str:
+        path = self.full(key)
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return ABSENT
+        cached = self.stat_cache.get(key)
+        if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            return cached[1]
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except IsADirectoryError:
+            return ABSENT
+        digest = hash_bytes(data)
+        self._remember(key, digest, st)
+        return digest
+
+    def _remember(self, key: str, digest: str, st: os.stat_result | None = None) -> None:
+        try:
+            st = st or os.stat(self.full(key))
+        except FileNotFoundError:
+            return
+        if self._now_ns - st.st_mtime_ns < RACY_NS:
+            if self.stat_cache.pop(key, None) is not None:
+                self.changed_stats.add(key)
+            return
+        self.stat_cache[key] = ((st.st_size, st.st_mtime_ns, st.st_ino), digest)
+        self.changed_stats.add(key)

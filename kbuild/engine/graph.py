@@ -1,0 +1,25 @@
+"""The recorded graph as a networkx DiGraph: edges point from a query to what it read."""
+from __future__ import annotations
+
+import networkx as nx
+
+from .state import Memo, flat
+
+
+def to_graph(memos: dict[str, Memo], files: bool = True) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for qid, memo in memos.items():
+        graph.add_node(qid, kind="query", rule=memo.rule, outputs=sorted(memo.outputs))
+        for dep, _ in flat(memo.deps):
+            if dep.startswith("file:"):
+                if files:
+                    graph.add_node(dep, kind="file")
+                    graph.add_edge(qid, dep)
+            else:
+                graph.add_edge(qid, dep)
+    return graph
+
+
+def dependents(memos: dict[str, Memo], node: str) -> set[str]:
+    """Every query that reads `node`, directly or through other queries."""
+    return set(nx.ancestors(to_graph(memos), node))

@@ -1,0 +1,38 @@
+"""Content hashes and value encoding: the identity of everything the engine compares."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import xxhash
+
+ABSENT = "absent"  # the hash of a file that does not exist, so creating it is a change
+FAILED = "failed"  # the hash a failed query presents to its readers in one build
+
+
+def hash_bytes(data: bytes) -> str:
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value, so equal values hash equal across runs and machines."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_value(value: Any) -> bytes:
+    """Query values are bytes or JSON; a one-byte tag keeps them apart."""
+    if isinstance(value, (bytes, bytearray)):
+        return b"b" + bytes(value)
+    try:
+        return b"j" + canonical_json(value).encode()
+    except TypeError as exc:
+        raise TypeError(
+            f"a rule returned a value that is neither bytes nor JSON ({exc}); "
+            "return dicts, lists, strings, numbers or bytes (pydantic: model_dump(mode='json'))"
+        ) from None
+
+
+def decode_value(blob: bytes) -> Any:
+    if blob[:1] == b"b":
+        return blob[1:]
+    return json.loads(blob[1:])

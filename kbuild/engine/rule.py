@@ -1,0 +1,121 @@
+"""Rules and queries: a rule is a function; a query is that rule applied to one key."""
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .hashing import canonical_json, hash_bytes
+
+if TYPE_CHECKING:
+    from .build import Context
+
+Key = tuple[Any, ...]
+RuleFunction = Callable[..., Awaitable[Any]]
+Cutoff = Callable[[Any, Any], bool]
+
+
+class Query:
+    """One rule applied to one key. Its id is how the graph, the memo and the lock name it."""
+
+    __slots__ = ("rule", "key", "id")
+
+    def __init__(self, rule: Rule, key: Key) -> None:
+        self.rule = rule
+        self.key = key
+        self.id = query_id(rule.name, key)  # computed once: the hot path compares ids
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return self.id
+
+
+def query_id(rule_name: str, key: Key) -> str:
+    return f"{rule_name}({canonical_json(list(key))[1:-1]})"
+
+
+@dataclass(eq=False)
+class Rule:
+    """How one kind of value is computed.
+
+    The fingerprint covers what decides the output besides the inputs the rule reads: its code,
+    its prompt templates, its declared version and its model parameters. Changing any of them
+    makes this rule's queries stale, and only those.
+    """
+
+    fn: RuleFunction
+    name: str
+    version: str | int = 0
+    prompts: tuple[Path, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    cutoff: Cutoff | None = None
+    _fingerprint: str | None = field(default=None, repr=False)
+
+    def __call__(self, *key: Any) -> Query:
+        try:
+            return Query(self, key)
+        except TypeError:
+            raise TypeError(f"the key of {self.name} must be JSON values (str, int, ...), got {key!r}") from None
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = self._compute_fingerprint()
+        return self._fingerprint
+
+    def _compute_fingerprint(self) -> str:
+        prompts = []
+        for path in self.prompts:
+            try:
+                prompts.append([path.name, hash_bytes(path.read_bytes())])
+            except OSError as exc:
+                raise FileNotFoundError(f"rule {self.name}: cannot read its prompt {path}: {exc.strerror}") from None
+        parts = {
+            "code": _source_of(self.fn),
+            "cutoff": _source_of(self.cutoff) if self.cutoff else None,
+            "version": self.version,
+            "prompts": prompts,
+            "params": dict(self.params),
+        }
+        return hash_bytes(canonical_json(parts).encode())
+
+
+def _source_of(fn: Callable[..., Any]) -> str:
+    """The source text, so that the fingerprint is the same on every Python version and machine."""
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        return code.co_code.hex() if code else repr(fn)
+
+
+def rule(
+    fn: RuleFunction | None = None,
+    *,
+    name: str | None = None,
+    version: str | int = 0,
+    prompts: Iterable[str | Path] = (),
+    params: Mapping[str, Any] | None = None,
+    cutoff: Cutoff | None = None,
+) -> Any:
+    """Declare a rule: `@rule` or `@rule(version=2, prompts=["prompts/summary.md"])`.
+
+    Prompt paths are relative to the file that defines the rule.
+    """
+
+    def wrap(f: RuleFunction) -> Rule:
+        if not inspect.iscoroutinefunction(f):
+            raise TypeError(f"rule {f.__name__} must be `async def` (it reads other queries with await)")
+        here = Path(inspect.getfile(f)).resolve().parent
+        resolved = tuple(p if Path(p).is_absolute() else here / p for p in map(Path, prompts))
+        return Rule(f, name or f.__name__, version, resolved, dict(params or {}), cutoff)
+
+    return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,134 @@
+"""Local state in .kbuild/state.db: the memo of every query, the stat cache, a little metadata.
+
+SQLite gives atomic commits, so a crash at any point leaves the state of the last commit.
+Everything here can be rebuilt: from the lock (the graph without values) and by running rules.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .files import StatKey
+
+DepGroup = list[tuple[str, str]]  # (dependency id, hash read); one group is read concurrently
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memo (
+    id TEXT PRIMARY KEY, rule TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    deps TEXT NOT NULL, hash TEXT NOT NULL, outputs TEXT NOT NULL, value BLOB
+);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, ino INTEGER, hash TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
+"""
+
+
+@dataclass(slots=True)
+class Memo:
+    """What one query read, in order, with the hash of each read; its own hash; its files."""
+
+    id: str
+    rule: str
+    key: list[object]
+    fingerprint: str
+    deps: list[DepGroup]
+    hash: str
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def to_row(self) -> tuple[str, str, str, str, str, str, str]:
+        return (
+            self.id,
+            self.rule,
+            json.dumps(self.key),
+            self.fingerprint,
+            json.dumps(self.deps, separators=(",", ":")),
+            self.hash,
+            json.dumps(self.outputs, sort_keys=True, separators=(",", ":")),
+        )
+
+
+class State:
+    def __init__(self, path: Path | None) -> None:
+        """`None` keeps the state in memory (read-only commands on a fresh clone)."""
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path) if path else ":memory:", isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self.db.execute("BEGIN")
+
+    def close(self) -> None:
+        self.commit()
+        self.db.execute("COMMIT")
+        self.db.close()
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+
+    def load_memos(self) -> dict[str, Memo]:
+        rows = self.db.execute("SELECT id, rule, key, fingerprint, deps, hash, outputs FROM memo").fetchall()
+        if not rows:
+            return {}
+        ids, rules, keys, fingerprints, deps, hashes, outputs = zip(*rows)
+        # One json.loads over all rows instead of one per row: the per-call overhead was most
+        # of the time of a no-op build.
+        keys, deps, outputs = (json.loads("[" + ",".join(column) + "]") for column in (keys, deps, outputs))
+        return {
+            i: Memo(i, r, k, f, d, h, o)
+            for i, r, k, f, d, h, o in zip(ids, rules, keys, fingerprints, deps, hashes, outputs)
+        }
+
+    def save_memo(self, memo: Memo, value: bytes | None) -> None:
+        self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?)", (*memo.to_row(), value))
+
+    def replace_memos(self, memos: Iterable[Memo], keep_values_of: set[str]) -> None:
+        """Make the memo table exactly `memos`, keeping stored values only for `keep_values_of`."""
+        memos = list(memos)
+        wanted = {m.id for m in memos}
+        stale = [(i,) for (i,) in self.db.execute("SELECT id FROM memo") if i not in wanted]
+        self.db.executemany("DELETE FROM memo WHERE id=?", stale)
+        for memo in memos:
+            if memo.id in keep_values_of:
+                continue
+            self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,NULL)", memo.to_row())
+
+    def delete_memos(self, ids: Iterable[str]) -> None:
+        self.db.executemany("DELETE FROM memo WHERE id=?", ((i,) for i in ids))
+
+    def load_value(self, query_id: str) -> bytes | None:
+        row = self.db.execute("SELECT value FROM memo WHERE id=?", (query_id,)).fetchone()
+        return row[0] if row else None
+
+    def load_stats(self) -> dict[str, tuple[StatKey, str]]:
+        rows = self.db.execute("SELECT path, size, mtime_ns, ino, hash FROM files")
+        return {r[0]: ((r[1], r[2], r[3]), r[4]) for r in rows}
+
+    def save_stats(self, stats: dict[str, tuple[StatKey, str]], keys: Iterable[str]) -> None:
+        for key in keys:
+            entry = stats.get(key)
+            if entry is None:
+                self.db.execute("DELETE FROM files WHERE path=?", (key,))
+            else:
+                (size, mtime, ino), digest = entry
+                self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)", (key, size, mtime, ino, digest))
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT v FROM meta WHERE k=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?,?)", (key, value))
+
+    def delete_meta(self, key: str) -> None:
+        self.db.execute("DELETE FROM meta WHERE k=?", (key,))
+
+
+def flat(deps: list[DepGroup]) -> Iterator[tuple[str, str]]:
+    for group in deps:
+        yield from group

@@ -1,0 +1,95 @@
+"""The command line as a user meets it: output, exit codes, errors that say what to do."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbuild.cli import main
+from kbuild.engine.build import BuildLock
+
+KBUILDFILE = '''
+from kbuild.engine import rule
+
+@rule
+async def words(ctx, path):
+    return len(ctx.read_text(path).split())
+
+@rule
+async def report(ctx, *paths):
+    counts = await ctx.query_all([words(p) for p in paths])
+    ctx.write("out/report.md", "".join(f"- {p}: {n}\\n" for p, n in zip(paths, counts)))
+    return sum(counts)
+
+def targets():
+    return [report("a.txt", "b.txt")]
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "Kbuildfile.py").write_text(KBUILDFILE)
+    (tmp_path / "a.txt").write_text("one two\n")
+    (tmp_path / "b.txt").write_text("three\n")
+    return tmp_path
+
+
+def kbuild(project: Path, *args: str):
+    return CliRunner().invoke(main, ["-C", str(project), *args])
+
+
+def test_build_then_nothing_to_do(project):
+    first = kbuild(project)
+    assert first.exit_code == 0, first.output
+    assert first.output.startswith("3 ran, 0 reused")
+    assert (project / "out/report.md").read_text() == "- a.txt: 2\n- b.txt: 1\n"
+    assert kbuild(project).output.startswith("0 ran, 3 reused")
+    assert kbuild(project, "status").output == "up to date: nothing would run\n"
+
+
+def test_dry_run_and_explain_say_why(project):
+    kbuild(project)
+    (project / "b.txt").write_text("three four\n")
+    plan = kbuild(project, "build", "--dry-run")
+    assert 'words("b.txt"): input b.txt changed' in plan.output
+    assert (project / "out/report.md").read_text() == "- a.txt: 2\n- b.txt: 1\n"  # ran nothing
+    explained = kbuild(project, "explain", "out/report.md")
+    assert 'would run: words("b.txt") is out of date' in explained.output
+    assert '* reads words("b.txt")' in explained.output
+    report = json.loads(kbuild(project, "build", "--json").output)
+    assert sorted(report["executed"]) == ['report("a.txt","b.txt")', 'words("b.txt")']
+    assert report["reasons"]['words("b.txt")'] == "b.txt changed"
+
+
+def test_graph_formats(project):
+    kbuild(project)
+    assert '"report(\\"a.txt\\",\\"b.txt\\")" -> "words(\\"a.txt\\")";' in kbuild(project, "graph").output
+    graph = json.loads(kbuild(project, "graph", "--format", "json", "--no-files").output)
+    assert len(graph["edges"]) == 2
+    assert "#quot;" in kbuild(project, "graph", "--format", "mermaid").output
+
+
+def test_a_failed_query_exits_1_and_names_it(project):
+    (project / "b.txt").unlink()
+    result = kbuild(project)
+    assert result.exit_code == 1
+    assert 'failed: words("b.txt"): FileNotFoundError' in result.output
+    assert "Traceback" not in result.output
+
+
+def test_errors_in_the_kbuildfile_exit_2_with_a_clear_line(tmp_path):
+    result = kbuild(tmp_path)
+    assert result.exit_code == 2 and "run `kbuild init`" in result.output
+    (tmp_path / "Kbuildfile.py").write_text("x = 1\n")
+    assert "must define `def targets():`" in kbuild(tmp_path).output
+    (tmp_path / "Kbuildfile.py").write_text("raise ValueError('oops')\n")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 2 and "failed to run: ValueError: oops" in result.output
+
+
+def test_a_second_build_exits_3(project):
+    with BuildLock(project / ".kbuild"):
+        result = kbuild(project)
+    assert result.exit_code == 3 and "another kbuild" in result.output

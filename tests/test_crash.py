@@ -1,0 +1,90 @@
+"""A build killed with SIGKILL at any point leaves a store the next build completes correctly."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KBUILDFILE = '''
+import time
+from kbuild.engine import rule
+
+N = 60
+
+@rule
+async def chunk(ctx, i):
+    text = ctx.read_text(f"src/{i}.txt")
+    time.sleep(0.004)  # spread the work, so kill points land inside it
+
+    async def model():
+        return {"text": text.upper()}
+
+    answer = await ctx.call({"prompt": text}, model)
+    ctx.write(f"out/{i}.md", answer["text"])
+    return answer["text"]
+
+@rule
+async def index(ctx):
+    pages = await ctx.query_all([chunk(i) for i in range(N)])
+    ctx.write("out/index.md", "\\n".join(p.split()[0] for p in pages))
+    return len(pages)
+
+def targets():
+    return [index()]
+'''
+
+
+def kbuild(folder: Path, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "kbuild", "-C", str(folder), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def make_store(folder: Path, version: int) -> None:
+    (folder / "src").mkdir(parents=True, exist_ok=True)
+    (folder / "Kbuildfile.py").write_text(KBUILDFILE)
+    for i in range(60):
+        (folder / "src" / f"{i}.txt").write_text(f"source {i} version {version if i % 3 == 0 else 0}\n")
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted((folder / "out").rglob("*")) if p.is_file()}
+
+
+def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
+    runs = int(os.environ.get("KBUILD_CRASH_RUNS", "12"))
+    rng = random.Random(int(os.environ.get("KBUILD_CRASH_SEED", "7")))
+    store = tmp_path / "store"
+    make_store(store, 0)
+    for run in range(runs):
+        make_store(store, run % 4)  # every kill interrupts real work: a third of sources change
+        proc = kbuild(store)
+        time.sleep(rng.uniform(0.15, 0.9))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        valid = {f"SOURCE {i} VERSION {v}" for i in range(60) for v in range(4)}
+        for name, data in tree(store).items():  # every page is a whole old or new version
+            if name != "out/index.md":
+                assert data.decode().strip() in valid, (run, name, data)
+    make_store(store, 1)
+    done = kbuild(store)
+    out, err = done.communicate(timeout=120)
+    assert done.returncode == 0, err.decode()
+    clean = tmp_path / "clean"
+    make_store(clean, 1)
+    fresh = kbuild(clean)
+    fresh.communicate(timeout=120)
+    assert tree(store) == tree(clean)
+    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    again = kbuild(store)
+    out, _ = again.communicate(timeout=120)
+    assert out.decode().startswith("0 ran, 61 reused")  # a new process after a full build runs nothing
+    leftovers = [p for p in (store / "out").iterdir() if p.name.endswith(".kbuild-tmp")]
+    assert len(leftovers) <= runs
+    shutil.rmtree(store / ".kbuild")
+    assert kbuild(store, "status").communicate(timeout=60)[0].decode().startswith("up to date")

@@ -1,0 +1,360 @@
+"""The engine's behaviours that users rely on, one at a time, with toy rules."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kbuild.engine import BuildLocked, Engine, Rule, rule
+from kbuild.engine.build import BuildLock
+
+RUNS: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def clear_runs():
+    RUNS.clear()
+
+
+@rule
+async def words(ctx, path):
+    RUNS.append(f"words {path}")
+    return ctx.read_text(path).split()
+
+
+@rule
+async def count(ctx, path):
+    RUNS.append(f"count {path}")
+    return len(await ctx.query(words(path)))
+
+
+@rule
+async def report(ctx, *paths):
+    RUNS.append("report")
+    counts = await ctx.query_all([count(p) for p in paths])
+    ctx.write("out/report.md", "".join(f"{p}: {c}\n" for p, c in zip(paths, counts)))
+    return sum(counts)
+
+
+RULES = [words, count, report]
+
+
+def build(folder: Path, *targets, rules=RULES, **kw):
+    return Engine(folder, rules).build(list(targets), **kw)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text("one two three\n")
+    (tmp_path / "b.txt").write_text("four five\n")
+    return tmp_path
+
+
+def test_second_build_reuses_everything(folder):
+    first = build(folder, report("a.txt", "b.txt"))
+    assert first.ok and len(first.executed) == 5
+    assert (folder / "out/report.md").read_text() == "a.txt: 3\nb.txt: 2\n"
+    RUNS.clear()
+    second = build(folder, report("a.txt", "b.txt"))
+    assert RUNS == [] and second.executed == [] and second.reused == 5
+
+
+def test_edit_reruns_only_the_path_to_it_and_cutoff_stops_the_climb(folder):
+    build(folder, report("a.txt", "b.txt"))
+    RUNS.clear()
+    (folder / "a.txt").write_text("uno dos tres\n")  # same count: count() is cut off
+    result = build(folder, report("a.txt", "b.txt"))
+    assert RUNS == ["words a.txt", "count a.txt"]
+    assert result.cutoff == {'count("a.txt")': "exact"}
+    RUNS.clear()
+    (folder / "a.txt").write_text("uno dos\n")
+    result = build(folder, report("a.txt", "b.txt"))
+    assert RUNS == ["words a.txt", "count a.txt", "report"]
+    assert result.reasons['report("a.txt","b.txt")'] == 'count("a.txt") changed'
+    assert (folder / "out/report.md").read_text() == "a.txt: 2\nb.txt: 2\n"
+
+
+def same_ignoring_case(old, new):
+    return old.lower() == new.lower()
+
+
+@rule(cutoff=same_ignoring_case)
+async def title(ctx, path):
+    RUNS.append("title")
+    text = ctx.read_text(path).splitlines()[0]
+    ctx.write(f"out/{path}.title", text)
+    return text
+
+
+@rule
+async def shout(ctx, path):
+    RUNS.append("shout")
+    return (await ctx.query(title(path))).upper()
+
+
+def test_cutoff_hook_keeps_the_old_value_and_file_and_dependents_do_not_run(folder):
+    build(folder, shout("a.txt"), rules=[title, shout])
+    RUNS.clear()
+    (folder / "a.txt").write_text("ONE TWO THREE\n")
+    result = build(folder, shout("a.txt"), rules=[title, shout])
+    assert RUNS == ["title"]
+    assert result.cutoff == {'title("a.txt")': "hook"}
+    assert (folder / "out/a.txt.title").read_text() == "one two three"  # no churn
+    assert Engine(folder, [title, shout]).value(title("a.txt")) == "one two three"
+    RUNS.clear()
+    (folder / "a.txt").write_text("other words\n")
+    build(folder, shout("a.txt"), rules=[title, shout])
+    assert RUNS == ["title", "shout"]
+
+
+def test_changing_a_rule_reruns_its_queries_and_only_those(folder):
+    build(folder, report("a.txt", "b.txt"))
+    RUNS.clear()
+    changed_count = Rule(count.fn, "count", version=2)
+    result = build(folder, report("a.txt", "b.txt"), rules=[words, changed_count, report])
+    assert sorted(RUNS) == ["count a.txt", "count b.txt"]  # values unchanged: report cut off
+    assert set(result.reasons.values()) == {"rule count changed"}
+
+
+def test_a_prompt_file_is_part_of_the_fingerprint(tmp_path):
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("Summarise.")
+    a = Rule(words.fn, "words", prompts=(prompt,))
+    before = a.fingerprint
+    prompt.write_text("Summarise in one sentence.")
+    assert Rule(words.fn, "words", prompts=(prompt,)).fingerprint != before
+    assert Rule(words.fn, "words", params={"temperature": 0}).fingerprint != Rule(words.fn, "words").fingerprint
+
+
+@rule
+async def maybe(ctx, path):
+    RUNS.append("maybe")
+    return ctx.read_text(path) if ctx.exists(path) else "(none)"
+
+
+def test_a_missing_input_is_a_dependency_too(tmp_path):
+    assert build(tmp_path, maybe("later.txt"), rules=[maybe]).ok
+    RUNS.clear()
+    build(tmp_path, maybe("later.txt"), rules=[maybe])
+    assert RUNS == []
+    (tmp_path / "later.txt").write_text("here now")
+    build(tmp_path, maybe("later.txt"), rules=[maybe])
+    assert RUNS == ["maybe"]
+
+
+@rule
+async def pages(ctx, n):
+    for i in range(int(ctx.read_text("n.txt"))):
+        ctx.write(f"pages/p{i}.md", f"page {i}")
+    return None
+
+
+def test_outputs_no_longer_produced_are_removed_and_edited_ones_restored(tmp_path):
+    (tmp_path / "n.txt").write_text("3")
+    build(tmp_path, pages(0), rules=[pages])
+    assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["p0.md", "p1.md", "p2.md"]
+    (tmp_path / "n.txt").write_text("1")
+    result = build(tmp_path, pages(0), rules=[pages])
+    assert sorted(p.name for p in (tmp_path / "pages").iterdir()) == ["p0.md"]
+    assert sorted(result.removed) == ["pages/p1.md", "pages/p2.md"]
+    (tmp_path / "pages/p0.md").write_text("hand edit")
+    result = build(tmp_path, pages(0), rules=[pages])
+    assert result.reasons == {"pages(0)": "output pages/p0.md is missing or was edited"}
+    assert (tmp_path / "pages/p0.md").read_text() == "page 0"
+
+
+def test_queries_no_target_reaches_are_forgotten_with_their_files(folder):
+    build(folder, report("a.txt", "b.txt"))
+    result = build(folder, count("b.txt"))
+    assert not (folder / "out/report.md").exists()
+    assert "out/report.md" in result.removed
+    assert set(Engine(folder, RULES).memos()) == {'count("b.txt")', 'words("b.txt")'}
+
+
+@rule
+async def escape(ctx, path):
+    ctx.write(path, "x")
+    return None
+
+
+def test_an_output_outside_the_root_fails_that_query_only(folder):
+    result = build(folder, escape("../outside.txt"), count("a.txt"), rules=[escape, count, words])
+    assert "must be relative and inside" in result.failed['escape("../outside.txt")']
+    assert not (folder.parent / "outside.txt").exists()
+    assert 'count("a.txt")' in result.executed
+
+
+@rule
+async def broken(ctx, path):
+    RUNS.append("broken")
+    if ctx.read_text(path).startswith("bad"):
+        raise ValueError("cannot parse this")
+    return 1
+
+
+@rule
+async def tolerant(ctx, *paths):
+    values = await ctx.query_all([broken(p) for p in paths], return_failures=True)
+    return sum(v for v in values if isinstance(v, int))
+
+
+@rule
+async def strict(ctx, *paths):
+    return sum(await ctx.query_all([broken(p) for p in paths]))
+
+
+def test_a_failure_fails_its_readers_not_the_rest_and_is_retried(folder):
+    (folder / "bad.txt").write_text("bad input")
+    rules = [broken, tolerant, strict]
+    result = build(folder, strict("a.txt", "bad.txt"), tolerant("a.txt", "bad.txt"), rules=rules)
+    assert result.failed['broken("bad.txt")'] == "ValueError: cannot parse this"
+    assert result.failed['strict("a.txt","bad.txt")'] == 'needs broken("bad.txt"), which failed'
+    assert 'tolerant("a.txt","bad.txt")' not in result.failed
+    RUNS.clear()
+    result = build(folder, strict("a.txt", "bad.txt"), tolerant("a.txt", "bad.txt"), rules=rules)
+    assert RUNS == ["broken"]  # only what failed is tried again
+    (folder / "bad.txt").write_text("fixed")
+    result = build(folder, strict("a.txt", "bad.txt"), tolerant("a.txt", "bad.txt"), rules=rules)
+    assert result.ok
+    assert Engine(folder, rules).value(tolerant("a.txt", "bad.txt")) == 2
+
+
+@rule
+async def loop(ctx, n):
+    return await ctx.query(loop((n + 1) % 3))
+
+
+@rule
+async def itself(ctx):
+    return await ctx.query(itself())
+
+
+def test_a_cycle_is_reported_with_its_members(tmp_path):
+    result = build(tmp_path, loop(0), rules=[loop])
+    assert not result.ok
+    messages = " ".join(result.failed.values())
+    assert "dependency cycle: " in messages
+    assert all(f"loop({i})" in messages for i in range(3))
+    assert "dependency cycle: itself() -> itself()" in build(tmp_path, itself(), rules=[itself]).failed["itself()"]
+
+
+@rule
+async def chain(ctx, n):
+    return 0 if n == 0 else 1 + await ctx.query(chain(n - 1))
+
+
+def test_a_deep_graph_does_not_overflow_the_stack(tmp_path):
+    depth = 3000
+    assert build(tmp_path, chain(depth), rules=[chain]).ok
+    assert Engine(tmp_path, [chain]).value(chain(depth)) == depth
+    assert build(tmp_path, chain(depth), rules=[chain]).reused == depth + 1
+
+
+def test_a_second_build_on_the_same_store_is_refused_clearly(folder):
+    with BuildLock(folder / ".kbuild"):
+        with pytest.raises(BuildLocked, match=r"another kbuild \(pid \d+\) is building this store"):
+            build(folder, count("a.txt"))
+    assert build(folder, count("a.txt")).ok
+
+
+CALLS: list[str] = []
+IN_FLIGHT = [0, 0]  # now, most
+
+
+@rule
+async def ask(ctx, question):
+    async def compute():
+        CALLS.append(question)
+        IN_FLIGHT[0] += 1
+        IN_FLIGHT[1] = max(IN_FLIGHT)
+        await asyncio.sleep(0.01)
+        IN_FLIGHT[0] -= 1
+        return {"answer": question.upper()}
+
+    text = ctx.read_text("q.txt")
+    return (await ctx.call({"model": "toy", "prompt": question + text}, compute))["answer"]
+
+
+def test_the_same_call_is_never_paid_twice_and_calls_in_flight_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setenv("KBUILD_CACHE_DIR", str(tmp_path / "shared-cache"))
+    (tmp_path / "q.txt").write_text("?")
+    CALLS.clear()
+    IN_FLIGHT[:] = [0, 0]
+    questions = [ask(f"q{i % 10}") for i in range(10)] + [ask("q0")]
+    engine = Engine(tmp_path, [ask], max_calls=3)
+    result = engine.build(questions)
+    assert sorted(CALLS) == sorted(f"q{i}" for i in range(10)) and result.calls == 10
+    assert IN_FLIGHT[1] == 3
+    (tmp_path / "q.txt").write_text("!")  # every query reruns: new prompts
+    engine.build(questions)
+    assert len(CALLS) == 20
+    (tmp_path / "q.txt").write_text("?")  # a reverted edit costs no call
+    result = engine.build(questions)
+    assert len(CALLS) == 20 and result.calls == 0 and result.cache_hits == 10
+    other = tmp_path / "elsewhere"  # another checkout sharing the cache folder
+    other.mkdir()
+    (other / "q.txt").write_text("?")
+    Engine(other, [ask]).build(questions)
+    assert len(CALLS) == 20
+
+
+def test_the_lock_is_deterministic_and_sorted(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "a.txt").write_text("x y")
+        (d / "b.txt").write_text("z")
+    build(a, report("a.txt", "b.txt"))
+    build(b, report("b.txt", "a.txt"), collect_garbage=False)
+    build(b, report("a.txt", "b.txt"))
+    assert (a / "kbuild.lock").read_bytes() == (b / "kbuild.lock").read_bytes()
+    text = (a / "kbuild.lock").read_text()
+    ids = [line.split('"')[1] for line in text.splitlines() if line.startswith('  "')]
+    assert ids == sorted(ids) and len(ids) == 5
+
+
+def test_a_fresh_clone_with_the_lock_needs_no_run(folder, tmp_path_factory):
+    build(folder, report("a.txt", "b.txt"))
+    clone = tmp_path_factory.mktemp("clone")
+    shutil.copytree(folder, clone, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".kbuild"))
+    engine = Engine(clone, RULES)
+    assert engine.plan([report("a.txt", "b.txt")]) == {}
+    RUNS.clear()
+    assert engine.build([report("a.txt", "b.txt")]).executed == []
+    (clone / "b.txt").write_text("changed upstream words")
+    assert set(engine.plan([report("a.txt", "b.txt")])) == {
+        'words("b.txt")', 'count("b.txt")', 'report("a.txt","b.txt")'}
+    result = engine.build([report("a.txt", "b.txt")])
+    # report's value for a.txt was never stored in this clone, so count(a.txt) runs to give it
+    assert set(result.executed) == {'words("b.txt")', 'count("b.txt")', 'report("a.txt","b.txt")',
+                                    'count("a.txt")', 'words("a.txt")'}
+    assert (clone / "out/report.md").read_text() == "a.txt: 3\nb.txt: 3\n"
+
+
+def test_a_pulled_lock_and_pages_are_taken_as_built(folder, tmp_path_factory):
+    """Teammate A builds and commits; B pulls pages and lock: B's build runs nothing."""
+    b = tmp_path_factory.mktemp("b")
+    shutil.copytree(folder, b, dirs_exist_ok=True)
+    build(b, report("a.txt", "b.txt"))
+    (folder / "a.txt").write_text("a new first line\n")
+    build(folder, report("a.txt", "b.txt"))
+    for name in ("a.txt", "kbuild.lock", "out/report.md"):  # what `git pull` brings
+        shutil.copy(folder / name, b / name)
+    RUNS.clear()
+    engine = Engine(b, RULES)
+    assert engine.plan([report("a.txt", "b.txt")]) == {}
+    assert engine.build([report("a.txt", "b.txt")]).executed == []
+
+
+def test_a_file_changed_with_the_same_size_and_time_is_still_seen(folder):
+    """The stat fast path must not hide an edit made within one mtime tick of the build."""
+    build(folder, count("a.txt"))
+    st = os.stat(folder / "a.txt")
+    (folder / "a.txt").write_text("six sev eight\n")
+    os.utime(folder / "a.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
+    RUNS.clear()
+    build(folder, count("a.txt"))
+    assert "words a.txt" in RUNS
