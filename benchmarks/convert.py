@@ -1,0 +1,140 @@
+"""How much convert() costs over pymupdf's bare text extraction.
+
+    python benchmarks/convert.py [--pages 200] [--runs 3] [--dpi 96]
+
+Builds a PDF in memory (text on every page, a ruled table on every 5th, an
+image on every 7th, a small vector chart on every 11th), then times, median of
+--runs each:
+  plain       pymupdf page.get_text() for every page
+  convert     kbuild.convert.convert(): text, page PNGs, tables, figures
+  no-render   convert() with the page PNGs left out (tables/figures still cut)
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pymupdf  # noqa: E402
+
+from kbuild.convert import convert, limits, paged  # noqa: E402
+
+_TEXT = (
+    "build system converts documents into a markdown knowledge base with page images "
+    "figures tables and incremental rebuilds that only redo what changed since last time"
+)
+_WORDS = _TEXT.split()
+
+
+def make_pdf(pages: int) -> bytes:
+    doc = pymupdf.open()
+    swatch = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 200, 120), False)
+    for y in range(120):  # a gradient, so the image is not trivially compressible
+        for x in range(0, 200, 8):
+            swatch.set_rect(pymupdf.IRect(x, y, x + 8, y + 1), (x % 256, (y * 2) % 256, 128))
+    for n in range(1, pages + 1):
+        page = doc.new_page()  # A4
+        page.insert_text((72, 60), f"Section {n}", fontsize=16)
+        body = "\n".join(
+            " ".join(_WORDS[(n + line + k) % len(_WORDS)] for k in range(12))
+            for line in range(28)
+        )
+        page.insert_text((72, 90), body, fontsize=10)
+        if n % 5 == 0:
+            _table(page, 72, 480, rows=5, cols=4, label=n)
+        if n % 7 == 0:
+            page.insert_image(pymupdf.Rect(330, 480, 530, 600), pixmap=swatch)
+            page.insert_text((330, 615), f"Figure {n}: a gradient", fontsize=9)
+        if n % 11 == 0:
+            for i in range(6):
+                h = 10 + 8 * i
+                page.draw_rect(pymupdf.Rect(80 + 22 * i, 760 - h, 96 + 22 * i, 760), fill=(0.2, 0.3, 0.8))
+            page.draw_line((75, 760), (215, 760))
+            page.insert_text((80, 778), f"Fig. {n} bars", fontsize=9)
+    return doc.tobytes(deflate=True)
+
+
+def _table(page: pymupdf.Page, x0: float, y0: float, *, rows: int, cols: int, label: int) -> None:
+    cw, rh = 60.0, 18.0
+    for r in range(rows + 1):
+        page.draw_line((x0, y0 + r * rh), (x0 + cols * cw, y0 + r * rh))
+    for c in range(cols + 1):
+        page.draw_line((x0 + c * cw, y0), (x0 + c * cw, y0 + rows * rh))
+    for r in range(rows):
+        for c in range(cols):
+            text = f"H{c}" if r == 0 else f"{label}.{r}.{c}"
+            page.insert_text((x0 + c * cw + 4, y0 + r * rh + 13), text, fontsize=9)
+
+
+def plain(data: bytes) -> None:
+    doc = pymupdf.open(stream=data, filetype="pdf")
+    for page in doc:
+        page.get_text()
+    doc.close()
+
+
+def ours(data: bytes) -> None:
+    convert(data, "bench.pdf")
+
+
+def ours_no_render(data: bytes) -> None:
+    original = paged._render_page
+    paged._render_page = lambda page: b""
+    try:
+        convert(data, "bench.pdf")
+    finally:
+        paged._render_page = original
+
+
+def median_seconds(fn: Callable[[bytes], None], data: bytes, runs: int) -> tuple[float, float]:
+    """Median wall and CPU seconds. CPU time is the steadier figure on a shared
+    machine (other processes stretch wall time, not our CPU time)."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn(data)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dpi", type=int, default=limits.PAGE_DPI, help="override PAGE_DPI")
+    args = parser.parse_args()
+    limits.PAGE_DPI = args.dpi
+
+    data = make_pdf(args.pages)
+    result = convert(data, "bench.pdf")
+    print(
+        f"{args.pages} pages, {len(data) / 1024:.0f} KiB PDF; PAGE_DPI={limits.PAGE_DPI}; "
+        f"{sum(f.name.startswith('table') for f in result.figures)} tables, "
+        f"{sum(f.name.startswith('figure') for f in result.figures)} figures, "
+        f"page PNGs {sum(map(len, result.pages)) / 2**20:.1f} MiB total"
+    )
+    rows = [
+        ("plain get_text()", median_seconds(plain, data, args.runs)),
+        ("convert()", median_seconds(ours, data, args.runs)),
+        ("convert() no page render", median_seconds(ours_no_render, data, args.runs)),
+    ]
+    n = args.pages
+    base_wall, base_cpu = rows[0][1]
+    print(f"{'median of ' + str(args.runs):26s} {'wall s':>8s} {'pages/s':>8s} {'CPU s':>8s} "
+          f"{'pages/s':>8s} {'ours/plain (CPU)':>17s}")
+    for label, (wall, cpu) in rows:
+        print(f"{label:26s} {wall:8.3f} {n / wall:8.1f} {cpu:8.3f} {n / cpu:8.1f} {cpu / base_cpu:16.1f}x")
+    render = rows[1][1][1] - rows[2][1][1]
+    print(f"page rendering + PNG alone: ~{render:.3f} CPU s ({render / n * 1000:.1f} ms/page)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Source file -> text.md, page images and figures.
+
+    convert(data, filename) -> Converted
+
+The filename is used only for its extension. Every problem with the source
+comes out as ConversionError with one line saying what is wrong and what to do.
+See docs/convert.md.
+"""
+from __future__ import annotations
+
+from . import limits
+from .formats import PAGED, UNSUPPORTED, extension, sniff, text_kind
+from .limits import FIGURE_DPI, MAX_PAGES, MAX_SOURCE_BYTES, PAGE_DPI
+from .model import ConversionError, Converted, Figure
+
+__all__ = [
+    "ConversionError",
+    "Converted",
+    "Figure",
+    "convert",
+    "FIGURE_DPI",
+    "MAX_PAGES",
+    "MAX_SOURCE_BYTES",
+    "PAGE_DPI",
+]
+
+
+def convert(data: bytes, filename: str) -> Converted:
+    """Convert one source, exactly as fetched. Deterministic: the same bytes give
+    the same text and the same PNG bytes, so the build can compare outputs."""
+    if len(data) == 0:
+        raise ConversionError("is empty (0 bytes); remove it from sources.yml or replace it")
+    if len(data) > limits.MAX_SOURCE_BYTES:
+        raise ConversionError(
+            f"is {len(data) / 2**20:.0f} MiB, over the {limits.MAX_SOURCE_BYTES / 2**20:.0f} MiB "
+            "limit for one source; split it or remove it from sources.yml"
+        )
+
+    ext = extension(filename)
+    unknown = ext not in PAGED and ext not in ("txt", "text") and text_kind(ext) == "text"
+    if unknown and sniff(data) == "a PDF":
+        ext = "pdf"  # a PDF under an unknown name (e.g. a URL without an extension)
+
+    if ext in PAGED:
+        from .paged import convert_paged  # pymupdf loads only when a paged source needs it
+
+        return convert_paged(data, ext, PAGED[ext])
+    if ext in UNSUPPORTED:
+        raise ConversionError(
+            f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF "
+            "(or Markdown) and use that file instead"
+        )
+    kind = text_kind(ext)
+    if kind == "html":
+        from .html import convert_html
+
+        return convert_html(data)
+    from .text import convert_text
+
+    return convert_text(data, kind)

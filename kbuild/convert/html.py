@@ -1,0 +1,292 @@
+"""HTML to readable Markdown with the standard library's tokenizer.
+
+Only what helps a reader survives: headings, paragraphs, lists, quotes, code
+blocks, tables, links and emphasis. Scripts, styles, forms' chrome and the
+<head> (apart from its title) are dropped. Line numbers are not kept.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from .model import Converted
+from .text import decode
+
+# Their content is never prose.
+_SKIP = {"script", "style", "noscript", "template", "svg", "math", "canvas", "iframe",
+         "object", "select", "button"}
+# Tags that end the current paragraph; content after them starts a new block.
+_BLOCK = {"p", "div", "section", "article", "header", "footer", "main", "aside", "nav",
+          "figure", "figcaption", "address", "dl", "dt", "dd", "form", "fieldset", "legend",
+          "details", "summary", "center", "body", "html", "caption"}
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_VOID = {"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed",
+         "param", "source", "track", "wbr"}
+_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
+@dataclass
+class _Table:
+    rows: list[list[str]] = field(default_factory=list)
+    cell: list[str] | None = None  # inline parts of the open cell
+    header_rows: int = 0
+
+
+class _ToMarkdown(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        # (markdown, is a list item, starts a list, blockquote depth)
+        self.blocks: list[tuple[str, bool, bool, int]] = []
+        self.new_list = False  # the next item starts a list, so it is not joined tightly
+        self.inline: list[str] = []
+        self.skip_depth = 0
+        self.skip_tag: str | None = None
+        self.title: list[str] | None = None
+        self.title_text = ""
+        self.lists: list[list[int | str]] = []  # [kind, counter]
+        self.quote_depth = 0
+        self.pre_depth = 0
+        self.heading: int | None = None
+        # open inline marks: (tag, the parts list it opened in, start index there, href)
+        self.marks: list[tuple[str, list[str], int, str]] = []
+        self.tables: list[_Table] = []
+        self.item_prefix: str | None = None
+        self.saw_h1 = False
+
+    # -- parser callbacks --------------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip_depth:
+            if tag == self.skip_tag:
+                self.skip_depth += 1
+            return
+        if tag == "title":
+            self.title = []
+            return
+        if tag in _SKIP:
+            self.skip_tag, self.skip_depth = tag, 1
+            return
+        if tag in _HEADINGS:
+            self._flush()
+            self.heading = _HEADINGS[tag]
+            self.saw_h1 = self.saw_h1 or tag == "h1"
+        elif tag in ("ul", "ol", "menu"):
+            self._flush()
+            self.new_list = self.new_list or not self.lists
+            self.lists.append(["ol" if tag == "ol" else "ul", 0])
+        elif tag == "li":
+            self._flush()
+            if not self.lists:
+                self.lists.append(["ul", 0])  # a stray <li>: still a list item
+            kind, count = self.lists[-1]
+            self.lists[-1][1] = int(count) + 1
+            indent = "   " * (len(self.lists) - 1)
+            self.item_prefix = indent + (f"{int(count) + 1}. " if kind == "ol" else "- ")
+        elif tag == "blockquote":
+            self._flush()
+            self.quote_depth += 1
+        elif tag == "pre":
+            self._flush()
+            self.pre_depth += 1
+        elif tag == "br":
+            self.inline.append("\n")
+        elif tag == "hr":
+            self._flush()
+            self._emit("---")
+        elif tag == "img":
+            alt = (dict(attrs).get("alt") or "").strip()
+            if alt:
+                self.inline.append(f"[image: {_SPACE.sub(' ', alt)}]")
+        elif tag == "table":
+            self._flush()
+            self.tables.append(_Table())
+        elif tag == "tr" and self.tables:
+            self._close_cell()
+            self.tables[-1].rows.append([])
+        elif tag in ("td", "th") and self.tables:
+            table = self.tables[-1]
+            self._close_cell()
+            if not table.rows:
+                table.rows.append([])
+            if tag == "th" and len(table.rows) == 1:
+                table.header_rows = 1
+            table.cell = []
+            self.inline = table.cell
+        elif tag in ("a", "b", "strong", "i", "em", "code", "kbd", "samp", "tt"):
+            href = dict(attrs).get("href") or ""
+            self.marks.append((tag, self.inline, len(self.inline), href))
+        elif tag in _BLOCK:
+            self._flush()
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip_depth:
+            if tag == self.skip_tag:
+                self.skip_depth -= 1
+            return
+        if tag == "title" and self.title is not None:
+            self.title_text = _SPACE.sub(" ", "".join(self.title)).strip()
+            self.title = None
+            return
+        if tag in _HEADINGS:
+            self._flush()
+            self.heading = None
+        elif tag in ("ul", "ol", "menu"):
+            self._flush()
+            if self.lists:
+                self.lists.pop()
+        elif tag == "li":
+            self._flush()
+        elif tag == "blockquote":
+            self._flush()
+            self.quote_depth = max(0, self.quote_depth - 1)
+        elif tag == "pre":
+            self._flush()
+            self.pre_depth = max(0, self.pre_depth - 1)
+        elif tag in ("td", "th"):
+            self._close_cell()
+        elif tag == "table" and self.tables:
+            self._close_cell()
+            table = self.tables.pop()
+            self.inline = self.tables[-1].cell if self.tables and self.tables[-1].cell is not None else []
+            markdown = _table_markdown(table)
+            if markdown:
+                if self.tables and self.tables[-1].cell is not None:
+                    self.inline.append(" ".join(" ".join(r) for r in table.rows))  # nested: flatten
+                else:
+                    self._emit(markdown)
+        elif self.marks and self.marks[-1][0] == tag:
+            self._close_mark()
+        elif tag in _BLOCK:
+            self._flush()
+
+    def handle_data(self, data: str) -> None:
+        if self.skip_depth:
+            return
+        if self.title is not None:
+            self.title.append(data)
+            return
+        if self.pre_depth:
+            self.inline.append(data.replace("\n", "\x00"))  # \x00 marks a kept newline
+        else:
+            self.inline.append(_SPACE.sub(" ", data))
+
+    # -- building ----------------------------------------------------------------
+    def _close_mark(self) -> None:
+        tag, parts, start, href = self.marks.pop()
+        if parts is not self.inline:
+            return  # opened in a block or cell that is already written out
+        inner = "".join(self.inline[start:])
+        del self.inline[start:]
+        core = inner.strip()
+        if not core or self.pre_depth:
+            self.inline.append(inner)
+            return
+        lead = " " if inner[:1].isspace() else ""
+        trail = " " if inner[-1:].isspace() else ""
+        if tag == "a":
+            keep_link = href and not href.startswith(("#", "javascript:")) and href != core
+            core = f"[{core}]({href})" if keep_link else core
+        elif tag in ("b", "strong"):
+            core = f"**{core}**"
+        elif tag in ("i", "em"):
+            core = f"*{core}*"
+        else:
+            core = f"`{core}`"
+        self.inline.append(lead + core + trail)
+
+    def _close_cell(self) -> None:
+        if not self.tables:
+            return
+        table = self.tables[-1]
+        parts = table.cell
+        if parts is None:
+            return
+        text = _SPACE.sub(" ", "".join(parts).replace("\x00", " ")).strip()
+        table.rows[-1].append(text.replace("|", "\\|"))
+        table.cell = None
+        self.inline = []
+
+    def _flush(self) -> None:
+        if self.tables and self.tables[-1].cell is not None:
+            self.inline.append(" ")  # blocks inside a cell stay in the cell
+            return
+        while self.marks:
+            self._close_mark()
+        raw = "".join(self.inline)
+        self.inline = []
+        if self.pre_depth:
+            code = raw.replace("\x00", "\n").strip("\n")
+            if code.strip():
+                self._emit(f"```\n{code}\n```")
+            return
+        lines = [_SPACE.sub(" ", line).strip() for line in raw.replace("\x00", "\n").split("\n")]
+        text = "\n".join(line for line in lines if line)
+        if not text:
+            return
+        if self.heading is not None:
+            self._emit("#" * self.heading + " " + text.replace("\n", " "))
+        elif self.item_prefix is not None:
+            pad = " " * len(self.item_prefix)
+            self._emit(self.item_prefix + text.replace("\n", "\n" + pad), tight=True)
+            self.item_prefix = None
+        elif self.lists:
+            pad = "   " * len(self.lists)
+            self._emit(pad + text.replace("\n", "\n" + pad), tight=True)
+        else:
+            self._emit(text)
+
+    def _emit(self, markdown: str, tight: bool = False) -> None:
+        if self.quote_depth:
+            prefix = "> " * self.quote_depth
+            markdown = "\n".join(prefix + line if line else prefix.rstrip() for line in markdown.split("\n"))
+        starts_list = tight and self.new_list
+        if tight:
+            self.new_list = False
+        self.blocks.append((markdown, tight, starts_list, self.quote_depth))
+
+    def result(self) -> str:
+        self._flush()
+        while self.tables:
+            self.handle_endtag("table")
+        parts: list[str] = []
+        if self.title_text and not self.saw_h1:
+            parts.append(f"# {self.title_text}")
+        previous_tight, previous_quote = False, 0
+        for markdown, tight, starts_list, quote in self.blocks:
+            if parts:
+                if tight and previous_tight and not starts_list:
+                    parts.append("\n")
+                elif quote and previous_quote:
+                    parts.append("\n" + ">" * min(quote, previous_quote) + "\n")  # same quote
+                else:
+                    parts.append("\n\n")
+            parts.append(markdown)
+            previous_tight, previous_quote = tight, quote
+        return "".join(parts).strip("\n")
+
+
+def _table_markdown(table: _Table) -> str:
+    rows = [r for r in table.rows if any(cell for cell in r)]
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def html_to_markdown(html: str) -> str:
+    parser = _ToMarkdown()
+    parser.feed(html)
+    parser.close()
+    return parser.result()
+
+
+def convert_html(data: bytes) -> Converted:
+    text, warnings = decode(data, html=True)
+    markdown = html_to_markdown(text)
+    if not markdown.strip():
+        warnings.append("has no readable text (only markup or scripts); text.md will be empty")
+    return Converted(text=markdown.rstrip("\n") + "\n", pages=[], figures=[], kind="html",
+                     warnings=warnings)
