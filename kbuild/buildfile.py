@@ -23,6 +23,8 @@ class Buildfile:
     rules: list[Rule]
     targets: Callable[[], Iterable[Query]]
     max_calls: int
+    before_build: Callable[[], list[str]] | None  # work outside the graph (downloads); returns problems
+    namespace: dict[str, Any]
 
     @property
     def root(self) -> Path:
@@ -41,8 +43,10 @@ def find(start: Path) -> Path:
 def load(path: Path) -> Buildfile:
     """Run the Kbuildfile and collect what it declares.
 
-    Every Rule it defines or imports at module level is known to the engine (so a recorded query
-    can be verified without running its parent); `targets()` names what `kbuild` builds.
+    Every Rule it defines or imports at module level (alone or in a list) is known to the engine,
+    so a recorded query can be verified without running its parent; `targets()` names what
+    `kbuild` builds; an optional `before_build()` does work outside the graph first (fetching url
+    sources) and returns a line per problem.
     """
     spec = importlib.util.spec_from_file_location("Kbuildfile", path)
     if spec is None or spec.loader is None:
@@ -66,4 +70,7 @@ def load(path: Path) -> Buildfile:
     max_calls = namespace.get("max_calls", 4)
     if not isinstance(max_calls, int) or max_calls < 1:
         raise BuildfileError(f"{path}: max_calls must be a whole number of at least 1")
-    return Buildfile(path.resolve(), rules, targets, max_calls)
+    before_build = namespace.get("before_build")
+    if before_build is not None and not callable(before_build):
+        raise BuildfileError(f"{path}: before_build must be a function")
+    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace)

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from . import buildfile
-from .engine import BuildLocked, Engine, LockError, Query, Report, to_graph
+from .engine import BuildLocked, Engine, LockError, Problem, Query, Report, to_graph
 
 
 class Session:
@@ -69,10 +69,15 @@ def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool) ->
 @click.option("-n", "--dry-run", is_flag=True, help="Say what would run and why; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 @click.option("--refresh", is_flag=True, help="Ask the model again instead of using cached answers.")
+@click.option("--no-fetch", is_flag=True, help="Do not download url sources again; use the copies in raw/.")
 @click.pass_obj
-def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False) -> None:
+def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False,
+          no_fetch: bool = False) -> None:
     """Bring the store up to date (the command to run after `git pull`)."""
     spec, engine = session.load()
+    fetch_problems = [] if dry_run or no_fetch or spec.before_build is None else spec.before_build()
+    for problem in fetch_problems:
+        click.secho(f"failed: {problem}", fg="red", err=True)
     targets = session.targets(spec)
     if dry_run:
         print_plan(engine, targets, as_json)
@@ -90,8 +95,123 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
     else:
         print_report(report, session.debug)
-    if not report.ok:
+    if not report.ok or fetch_problems:
         sys.exit(1)
+
+
+INIT_KBUILDFILE = '''"""The build file of this knowledge base: `kbuild` runs it.
+
+Sources are listed per project in kb/<project>/sources.yml (`kbuild add PROJECT PATH_OR_URL`).
+Everything else under kb/ is generated; commit it together with kbuild.lock, so that a fresh
+clone (and `kbuild check` in CI) can tell what is stale without a model.
+"""
+from pathlib import Path
+
+from kbuild.rules import knowledge_base
+
+# The default pipeline: sources -> text -> facts -> summaries -> indexes. With no model
+# configured it runs the offline backend (extractive, no network, no key).
+# floor_tokens/cap_tokens bound the size of one fact.
+kb = knowledge_base(Path(__file__).parent, store="kb", floor_tokens=2000, cap_tokens=4000)
+
+RULES = kb.rules  # every rule the engine should know; add your own rules to this list
+targets = kb.targets  # what `kbuild` brings up to date
+before_build = kb.before_build  # downloads url sources before each build
+max_calls = 4  # model calls in flight at once
+'''
+
+GITIGNORE_LINES = [".kbuild/", "*.kbuild-tmp"]
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+def init(directory: Path) -> None:
+    """Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore lines."""
+    directory.mkdir(parents=True, exist_ok=True)
+    kbuildfile = directory / buildfile.FILENAME
+    if kbuildfile.exists():
+        fail(f"{kbuildfile} exists already; edit it, or remove it to start again", code=2)
+    kbuildfile.write_text(INIT_KBUILDFILE)
+    (directory / "kb").mkdir(exist_ok=True)
+    gitignore = directory / ".gitignore"
+    present = gitignore.read_text().splitlines() if gitignore.exists() else []
+    missing = [line for line in GITIGNORE_LINES if line not in present]
+    if missing:
+        prefix = "" if not present or gitignore.read_text().endswith("\n") else "\n"
+        with gitignore.open("a") as out:
+            out.write(prefix + "# kbuild's local state: rebuildable, never committed\n" + "\n".join(missing) + "\n")
+    click.echo(f"wrote {kbuildfile}, {directory / 'kb'}/ and .gitignore lines for .kbuild/")
+    click.echo("next: kbuild add PROJECT PATH_OR_URL, then kbuild")
+
+
+@main.command()
+@click.argument("project")
+@click.argument("path_or_url")
+@click.option("--id", "source_id", help="The source's id (default: from its file name).")
+@click.pass_obj
+def add(session: Session, project: str, path_or_url: str, source_id: str | None) -> None:
+    """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments."""
+    from urllib.parse import urlparse
+
+    from .store.layout import BadId, check_id, slugify
+    from .store.sources import Source, SourcesError
+    from .store.sources import add as add_source
+
+    spec, _ = session.load()
+    kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+    if kb is None:
+        fail(f"{spec.path} defines no knowledge base (kb = knowledge_base(...)); see `kbuild init`", code=2)
+    is_url = urlparse(path_or_url).scheme in ("http", "https", "file")
+    if is_url:
+        name = urlparse(path_or_url).path.rstrip("/").rsplit("/", 1)[-1] or urlparse(path_or_url).netloc
+        fields = {"url": path_or_url}
+    else:
+        full = (session.directory / path_or_url).resolve()
+        if not full.is_file():
+            fail(f"{path_or_url} is not a file; give the path of a document or a url", code=2)
+        if not full.is_relative_to(spec.root):
+            fail(f"{path_or_url} is outside {spec.root}; copy it into the project or add it by url", code=2)
+        name = full.name
+        fields = {"path": full.relative_to(spec.root).as_posix()}
+    try:
+        check_id("project", project)
+        source = Source(id=source_id or slugify(name.rsplit(".", 1)[0]), **fields)
+        add_source(spec.root / kb.store.sources_file(project), source)
+    except (BadId, SourcesError) as exc:
+        fail(str(exc), code=2)
+    except ValueError as exc:
+        fail(str(exc).splitlines()[-1], code=2)
+    click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
+
+
+@main.command()
+@click.option("-n", "--limit", default=20, show_default=True, help="How many calls, newest last.")
+@click.option("--query", "query", help="Only calls made for queries whose id contains this.")
+@click.option("--errors", is_flag=True, help="Only replies that failed (did not fit their schema).")
+@click.option("--full", is_flag=True, help="Show each prompt and response in full.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@click.pass_obj
+def logs(session: Session, limit: int, query: str | None, errors: bool, full: bool, as_json: bool) -> None:
+    """Every model call: prompt, response, tokens, latency, cost, and whether the cache answered."""
+    from .model.calllog import CallLog
+
+    spec, engine = session.load()
+    if not (engine.state_dir / "logs.db").exists():
+        click.echo("no model calls logged yet (the offline backend makes none)")
+        return
+    rows = CallLog.for_root(engine.state_dir).rows(limit, query, errors)
+    for row in rows:
+        if as_json:
+            click.echo(json.dumps(row, sort_keys=True))
+            continue
+        hit = "cache" if row["cache_hit"] else f"{row['latency_ms']:.0f} ms"
+        line = (f"{row['at']}  {row['task']:<14} {row['model']:<20} {hit:>9}  "
+                f"{row['tokens_in']:>6} in {row['tokens_out']:>5} out  ${row['cost']:.4f}  {row['query']}")
+        click.echo(line + (f"  ERROR: {row['error']}" if row["error"] else ""))
+        if full:
+            for message in json.loads(row["request"]):
+                click.echo(f"  [{message['role']}]\n" + "\n".join("    " + l for l in str(message["content"]).splitlines()))
+            click.echo("  [response]\n" + "\n".join("    " + l for l in str(row["response"]).splitlines()))
 
 
 @main.command()
@@ -211,14 +331,24 @@ def report_json(report: Report) -> dict[str, Any]:
         "removed": report.removed,
         "calls": report.calls,
         "cache_hits": report.cache_hits,
+        "counters": report.counters,
+        "warnings": report.warnings,
         "seconds": round(report.seconds, 3),
     }
 
 
 def print_report(report: Report, debug: bool) -> None:
-    for qid, message in sorted(report.failed.items()):
-        click.secho(f"failed: {qid}: {message}", fg="red", err=True)
+    for qid, messages in sorted(report.warnings.items()):
+        for message in messages:
+            click.secho(f"warning: {message}", fg="yellow", err=True)
+    causes = report.root_failures()
+    for qid, message in sorted(causes.items(), key=lambda item: item[1]):
+        # a Problem names its source itself; the query id would only repeat it
+        where = "" if isinstance(report.errors.get(qid), Problem) else f"{qid}: "
+        click.secho(f"failed: {where}{message}", fg="red", err=True)
         exc = report.errors.get(qid)
         if debug and exc is not None:
             click.echo(getattr(exc, "__kbuild_traceback__", ""), err=True)
+    if len(report.failed) > len(causes):
+        click.secho(f"({len(report.failed) - len(causes)} more could not be built because of these)", fg="red", err=True)
     click.echo(report.summary())

@@ -8,12 +8,12 @@ import zipfile
 from collections.abc import Callable
 
 import pymupdf
+from documents import LETTER, draw_table, red_pixmap, simple_pdf, three_page_pdf
 import pytest
 
 from kbuild.convert import ConversionError, Converted, Figure, convert, limits
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-LETTER = (612, 792)  # points
 
 
 # -- helpers -------------------------------------------------------------------
@@ -23,49 +23,6 @@ def png_size(png: bytes) -> tuple[int, int]:
     assert png.startswith(PNG_SIGNATURE)
     width, height = struct.unpack(">II", png[16:24])  # IHDR comes first
     return width, height
-
-
-def red_pixmap() -> pymupdf.Pixmap:
-    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 60, 40), False)
-    pixmap.set_rect(pixmap.irect, (200, 30, 30))
-    return pixmap
-
-
-def draw_table(page: pymupdf.Page, x0: float, y0: float, rows: list[list[str]]) -> None:
-    cw, rh = 100.0, 20.0
-    cols = len(rows[0])
-    for r in range(len(rows) + 1):
-        page.draw_line((x0, y0 + r * rh), (x0 + cols * cw, y0 + r * rh))
-    for c in range(cols + 1):
-        page.draw_line((x0 + c * cw, y0), (x0 + c * cw, y0 + len(rows) * rh))
-    for r, row in enumerate(rows):
-        for c, text in enumerate(row):
-            page.insert_text((x0 + c * cw + 4, y0 + r * rh + 14), text, fontsize=10)
-
-
-def three_page_pdf() -> bytes:
-    doc = pymupdf.open()
-    page = doc.new_page(width=LETTER[0], height=LETTER[1])
-    page.insert_text((72, 72), "Quarterly report", fontsize=16)
-    page.insert_text((72, 100), "Table 1: Fruit prices", fontsize=10)
-    draw_table(page, 72, 110, [["Name", "Qty", "Price"], ["apple", "3", "1.20"], ["pear", "5", "0.80"]])
-    page.insert_text((72, 220), "Prices rose in spring.", fontsize=10)
-
-    page = doc.new_page(width=LETTER[0], height=LETTER[1])
-    page.insert_text((72, 72), "Pictures", fontsize=16)
-    page.insert_image(pymupdf.Rect(72, 120, 272, 253), pixmap=red_pixmap())
-    page.insert_text((72, 268), "Figure 1: A red square", fontsize=10)
-
-    page = doc.new_page(width=LETTER[0], height=LETTER[1])
-    page.insert_htmlbox(pymupdf.Rect(72, 72, 540, 300), "<h1>Closing</h1><p>Thanks for reading.</p>")
-    return doc.tobytes()
-
-
-def simple_pdf(pages: int = 1) -> bytes:
-    doc = pymupdf.open()
-    for n in range(pages):
-        doc.new_page().insert_text((72, 72), f"page {n + 1} text")
-    return doc.tobytes()
 
 
 def handmade_pdf(objects: list[str]) -> bytes:

@@ -358,3 +358,14 @@ def test_a_file_changed_with_the_same_size_and_time_is_still_seen(folder):
     RUNS.clear()
     build(folder, count("a.txt"))
     assert "words a.txt" in RUNS
+
+
+def test_a_failure_read_by_a_tolerant_reader_is_retried_on_the_next_build(folder):
+    (folder / "bad.txt").write_text("bad input")
+    rules = [broken, tolerant]
+    first = build(folder, tolerant("a.txt", "bad.txt"), rules=rules)
+    assert list(first.failed) == ['broken("bad.txt")']
+    RUNS.clear()
+    second = build(folder, tolerant("a.txt", "bad.txt"), rules=rules)
+    assert second.failed == {'broken("bad.txt")': "ValueError: cannot parse this"}
+    assert RUNS == ["broken"]

@@ -2,7 +2,7 @@
 
 It knows queries, rules, files and hashes; what the rules compute is not its business.
 """
-from .build import BuildLocked, Context, CycleError, Engine, QueryFailed, Report
+from .build import BuildLocked, Context, CycleError, Engine, Problem, QueryFailed, Report
 from .callcache import CallCache
 from .files import PathEscapesRoot
 from .graph import to_graph
@@ -12,5 +12,5 @@ from .state import Memo
 
 __all__ = [
     "BuildLocked", "CallCache", "Context", "CycleError", "Engine", "LockError", "Memo",
-    "PathEscapesRoot", "Query", "QueryFailed", "Report", "Rule", "read_lock", "rule", "to_graph",
+    "PathEscapesRoot", "Problem", "Query", "QueryFailed", "Report", "Rule", "read_lock", "rule", "to_graph",
 ]

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from .callcache import CallCache
 from .files import FileHasher, atomic_write, output_path
-from .hashing import ABSENT, FAILED, decode_value, encode_value, hash_bytes
+from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
 from .lockfile import read_lock, write_lock
 from .rule import Query, Rule
 from .state import DepGroup, Memo, State, flat
@@ -48,6 +48,11 @@ class CycleError(RuntimeError):
         super().__init__("dependency cycle: " + " -> ".join(members))
 
 
+class Problem(Exception):
+    """A failure the user can act on (bad input, a refused reply): shown as its message alone,
+    with no exception type and no traceback unless asked for."""
+
+
 class QueryFailed(Exception):
     """Raised inside a rule when a query it reads has failed in this build."""
 
@@ -65,6 +70,8 @@ class Report:
     reused: int = 0
     cutoff: dict[str, Literal["exact", "hook"]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     calls: int = 0
@@ -76,6 +83,10 @@ class Report:
     def ok(self) -> bool:
         return not self.failed
 
+    def root_failures(self) -> dict[str, str]:
+        """The failures that are causes, not queries that failed because something they read did."""
+        return {q: m for q, m in self.failed.items() if not isinstance(self.errors.get(q), QueryFailed)}
+
     def summary(self) -> str:
         parts = [
             f"{len(self.executed)} ran",
@@ -83,6 +94,8 @@ class Report:
             f"{len(self.cutoff)} cut off",
             f"{len(self.failed)} failed",
             f"{self.calls} calls ({self.cache_hits} cached)",
+            *(f"{value:.4f} {name}" if isinstance(value, float) and not value.is_integer() else f"{value:g} {name}"
+              for name, value in sorted(self.counters.items())),
             f"{self.seconds:.2f}s",
         ]
         return ", ".join(parts)
@@ -150,6 +163,20 @@ class Context:
         if failures and not return_failures:
             raise failures[0]
         return list(values)
+
+    @property
+    def state_dir(self) -> Path:
+        """The git-ignored folder for local state (logs, caches): rebuildable, never committed."""
+        return self._build.engine.state_dir
+
+    def count(self, name: str, amount: float) -> None:
+        """Add to a build-wide counter shown in the report (tokens, cost, calls...)."""
+        counters = self._build.report.counters
+        counters[name] = counters.get(name, 0) + amount
+
+    def warn(self, message: str) -> None:
+        """Something the user should know about this query's inputs; shown when the query runs."""
+        self._build.report.warnings.setdefault(self._query.id, []).append(message)
 
     def write(self, path: str, data: bytes | str) -> None:
         """Produce a file (relative to the root). It is written when the rule succeeds, atomically,
@@ -573,6 +600,10 @@ class _Build:
 
     async def _update(self, qid: str) -> str:
         memo = self.memos.get(qid)
+        if memo is None and qid not in self.queries:
+            # Read by a query in an earlier build, never built since (it failed): only a reader
+            # running again can say whether it is still wanted, and with which rule.
+            return UNKNOWN
         reason = self.must_run.get(qid) or self._why_not_reusable(memo)
         if reason is None:
             assert memo is not None
@@ -624,6 +655,8 @@ class _Build:
             return self._fail(qid, str(exc), exc)
         except QueryFailed as exc:
             return self._fail(qid, f"needs {exc.query_id}, which failed", exc)
+        except Problem as exc:
+            return self._fail(qid, str(exc), exc)
         except Exception as exc:  # a rule's bug or bad input: this query fails, others go on
             return self._fail(qid, f"{type(exc).__name__}: {exc}", exc)
         digest = hash_bytes(blob)

@@ -8,6 +8,7 @@ import xxhash
 
 ABSENT = "absent"  # the hash of a file that does not exist, so creating it is a change
 FAILED = "failed"  # the hash a failed query presents to its readers in one build
+UNKNOWN = "unknown"  # a query recorded as read but never built: its readers must run again
 
 
 def hash_bytes(data: bytes) -> str:

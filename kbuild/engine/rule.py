@@ -57,6 +57,7 @@ class Rule:
     prompts: tuple[Path, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
     cutoff: Cutoff | None = None
+    uses: tuple[Any, ...] = ()  # helper functions and modules whose code decides the output too
     _fingerprint: str | None = field(default=None, repr=False)
 
     def __call__(self, *key: Any) -> Query:
@@ -84,11 +85,12 @@ class Rule:
             "version": self.version,
             "prompts": prompts,
             "params": dict(self.params),
+            "uses": [_source_of(u) for u in self.uses],
         }
         return hash_bytes(canonical_json(parts).encode())
 
 
-def _source_of(fn: Callable[..., Any]) -> str:
+def _source_of(fn: Any) -> str:
     """The source text, so that the fingerprint is the same on every Python version and machine."""
     try:
         return textwrap.dedent(inspect.getsource(fn))
@@ -105,10 +107,13 @@ def rule(
     prompts: Iterable[str | Path] = (),
     params: Mapping[str, Any] | None = None,
     cutoff: Cutoff | None = None,
+    uses: Iterable[Any] = (),
 ) -> Any:
     """Declare a rule: `@rule` or `@rule(version=2, prompts=["prompts/summary.md"])`.
 
-    Prompt paths are relative to the file that defines the rule.
+    Prompt paths are relative to the file that defines the rule. `uses` names the helper
+    functions or modules whose code decides the rule's output, so that changing them makes the
+    rule's queries stale as changing the rule itself does.
     """
 
     def wrap(f: RuleFunction) -> Rule:
@@ -116,6 +121,6 @@ def rule(
             raise TypeError(f"rule {f.__name__} must be `async def` (it reads other queries with await)")
         here = Path(inspect.getfile(f)).resolve().parent
         resolved = tuple(p if Path(p).is_absolute() else here / p for p in map(Path, prompts))
-        return Rule(f, name or f.__name__, version, resolved, dict(params or {}), cutoff)
+        return Rule(f, name or f.__name__, version, resolved, dict(params or {}), cutoff, tuple(uses))
 
     return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,1 @@
+"""Checks of generated pages that need no model."""

@@ -1,0 +1,43 @@
+"""Every link kbuild writes must resolve to a file inside the store.
+
+Words quoted from a source (text.md, and the Original section of a fact page) are the source's
+own: its links point where the source pointed, so they are not checked; everything else is.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+CODE = re.compile(r"`[^`\n]*`")
+QUOTED = re.compile(r"^## Original\n.*?^## Rewritten\n", re.S | re.M)
+
+
+def checked_text(page: str, name: str) -> str:
+    """The part of a page whose links are kbuild's own."""
+    if name == "text.md":
+        return ""
+    page = QUOTED.sub("", page)
+    page = FENCE.sub("", page)
+    return CODE.sub("", page)
+
+
+def broken_links(page_file: Path, store_root: Path) -> list[str]:
+    """One line per link in the page that does not resolve to a file inside the store."""
+    text = page_file.read_text("utf-8", errors="replace")
+    problems = []
+    for target in LINK.findall(checked_text(text, page_file.name)):
+        parts = urlparse(target)
+        if parts.scheme or target.startswith("//"):
+            problems.append(f"links outside the store: {target}")
+            continue
+        if not parts.path:
+            continue  # an anchor within the page
+        resolved = (page_file.parent / unquote(parts.path)).resolve()
+        if not resolved.is_relative_to(store_root.resolve()):
+            problems.append(f"links outside the store: {target}")
+        elif not resolved.exists():
+            problems.append(f"links to a missing file: {target}")
+    return problems

@@ -1,0 +1,38 @@
+"""Model backends: what the rules ask of a model, and who answers.
+
+A backend answers five questions (rewrite a chunk, summarise a chunk, summarise a source, write
+a project's abstract, put a table or figure into words). `params(task)` and the backend's `code` go into the fingerprint of the rule that asks, so
+that switching backend or model, or changing the backend's code, makes exactly those pages stale.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .offline import OfflineBackend
+from .settings import ModelSettings, choose_backend
+
+
+class Backend(Protocol):
+    name: str
+    label: str
+
+    def params(self, task: str) -> dict[str, object]: ...
+
+    def prompts(self, task: str) -> list[Any]: ...
+
+    @property
+    def code(self) -> tuple[object, ...]: ...
+
+    async def rewrite(self, ctx: Any, span: str, headings: list[str], title: str,
+                      figures: dict[str, str], previous: str) -> str: ...
+
+    async def summarise_chunk(self, ctx: Any, span: str, headings: list[str], previous: str) -> str: ...
+
+    async def describe_figure(self, ctx: Any, png: bytes, nearby: str, name: str, title: str) -> str: ...
+
+    async def summarise_source(self, ctx: Any, title: str, summaries: list[str]) -> str: ...
+
+    async def abstract(self, ctx: Any, title: str, summaries: list[str]) -> str: ...
+
+
+__all__ = ["Backend", "ModelSettings", "OfflineBackend", "choose_backend"]

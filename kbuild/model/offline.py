@@ -1,0 +1,198 @@
+"""The offline backend: deterministic, no network, extractive.
+
+It cleans spans of markup for rewrites and picks sentences for summaries (the most central
+ones by shared content words, not the first N words). It lets the whole pipeline run on a fresh
+machine with no key, and it is the test double of every rule. Everything it writes says it is
+extractive.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections import Counter
+
+from .. import slicing
+from ..slicing import split_sentences
+
+NAME = "offline"
+LABEL = "extractive (offline backend)"
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself just
+    me more most must my no nor not now of off on once only or other our ours out over own same
+    shall she should so some such than that the their theirs them then there these they this those
+    through to too under until up upon very was we were what when where which while who whom why
+    will with would you your yours one two may might""".split()
+)
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]+")
+PAGE_MARKER = re.compile(r"^<!-- page \d+ -->$")
+RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
+MD_HEADING = re.compile(r"^#{1,6}\s+")
+DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::.*$")
+RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
+EMPHASIS = re.compile(r"(\*\*|__|\*|``|`)(?=\S)(.+?)(?<=\S)\1")
+HTML_COMMENT = re.compile(r"<!--.*?-->")
+LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+
+
+def clean(text: str, prose_only: bool = False) -> str:
+    """The words of a span without their markup: paragraphs and list items kept apart, headings
+    in bold, code and literal blocks verbatim. With `prose_only`, code, tables and literal blocks
+    are left out (for summaries)."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    block: list[str] | None = None  # a block kept line for line...
+    kind = ""  # ...a "fence" (``` or ~~~), a reST "literal" block (after "::") or a Markdown "table"
+
+    def flush() -> None:
+        nonlocal block
+        if current:
+            paragraphs.append(" ".join(current))
+            current.clear()
+        if block is not None:
+            if not prose_only and any(line.strip() for line in block):
+                paragraphs.append("\n".join(block).rstrip())
+            block = None
+
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if kind == "fence":
+            block.append(line)  # type: ignore[union-attr]
+            if stripped.startswith(("```", "~~~")):
+                flush()
+                kind = ""
+            continue
+        if kind == "literal":
+            if not stripped or line[:1].isspace():
+                block.append(line.rstrip())  # type: ignore[union-attr]
+                continue
+            flush()
+            kind = ""
+        if kind == "table":
+            if stripped.startswith("|"):
+                block.append(stripped)  # type: ignore[union-attr]
+                continue
+            flush()
+            kind = ""
+        if stripped.startswith(("```", "~~~")):
+            flush()
+            block, kind = [line], "fence"
+            continue
+        if stripped.startswith("|"):
+            flush()
+            block, kind = [stripped], "table"
+            continue
+        following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if PAGE_MARKER.match(stripped) or RST_UNDERLINE.match(stripped) or DIRECTIVE.match(line):
+            flush()
+            if DIRECTIVE.match(line) and stripped.endswith("::"):
+                block, kind = [], "literal"
+            continue
+        if not stripped:
+            flush()
+            continue
+        is_heading = MD_HEADING.match(stripped) or (RST_UNDERLINE.match(following) and len(following) >= len(stripped))
+        words = MD_HEADING.sub("", stripped)
+        words = HTML_COMMENT.sub("", words)
+        words = RST_ROLE.sub(r"\1", words)
+        words = RST_LINK.sub(r"\1", words)
+        words = MD_LINK.sub(r"\1", words)
+        words = EMPHASIS.sub(r"\2", words).strip()
+        if is_heading:
+            flush()
+            if not prose_only and words:
+                paragraphs.append(f"**{words}**")
+            continue
+        if LIST_ITEM.match(stripped):
+            flush()  # each list item its own paragraph
+        if stripped.endswith("::"):
+            current.append(words.rstrip(":") + ":")
+            flush()
+            block, kind = [], "literal"
+            continue
+        if words:
+            current.append(words)
+    flush()
+    return "\n\n".join(paragraphs)
+
+
+def _terms(sentence: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(sentence) if w.lower() not in STOPWORDS]
+
+
+def central_sentences(text: str, count: int, max_words: int = 40) -> list[str]:
+    """The `count` sentences that share most content words with the rest, in text order."""
+    prose = clean(text, prose_only=True)
+    sentences = [s for s in split_sentences(prose) if len(_terms(s)) >= 3]
+    if not sentences:
+        words = prose.split()
+        return [" ".join(words[:max_words]) + (" …" if len(words) > max_words else "")] if words else []
+    frequency = Counter(t for s in sentences for t in set(_terms(s)))
+
+    def score(item: tuple[int, str]) -> tuple[float, int]:
+        index, sentence = item
+        terms = _terms(sentence)
+        weight = sum(frequency[t] for t in set(terms)) / math.sqrt(len(terms))
+        return (-weight, index)  # ties go to the earlier sentence, so the choice is stable
+
+    chosen = sorted(sorted(enumerate(sentences), key=score)[:count])
+    result = []
+    for _, sentence in chosen:
+        words = sentence.split()
+        result.append(" ".join(words[:max_words]) + (" …" if len(words) > max_words else ""))
+    return result
+
+
+def rewrite(span: str, headings: list[str], title: str, figures: dict[str, str]) -> str:
+    """The span cleaned of markup, framed by where it stands, with its tables and figures as text."""
+    chain = headings[1:] if headings and headings[0] == title else headings
+    where = " › ".join([title, *chain])
+    body = clean(span)
+    parts = [f"From {where}:", body or "(this part has no text)"]
+    for name, text in figures.items():
+        parts.append(f"{name.replace('-', ' ').capitalize()}:\n\n{text.strip()}")
+    return "\n\n".join(parts)
+
+
+def summarise(text: str, sentences: int = 2) -> str:
+    return " ".join(central_sentences(text, sentences)) or "(no text)"
+
+
+class OfflineBackend:
+    """What the rules ask of a model, answered by the functions above."""
+
+    name = NAME
+    label = LABEL
+
+    def params(self, task: str) -> dict[str, object]:
+        return {"backend": NAME, "task": task}
+
+    def prompts(self, task: str) -> list[object]:
+        return []  # it asks no model
+
+    @property
+    def code(self) -> tuple[object, ...]:
+        """What decides this backend's answers: part of the fingerprint of every rule that asks."""
+        return (sys.modules[__name__], slicing)
+
+    async def rewrite(self, ctx: object, span: str, headings: list[str], title: str,
+                      figures: dict[str, str], previous: str) -> str:
+        return rewrite(span, headings, title, figures)
+
+    async def summarise_chunk(self, ctx: object, span: str, headings: list[str], previous: str) -> str:
+        return summarise(span, 2)
+
+    async def describe_figure(self, ctx: object, png: bytes, nearby: str, name: str, title: str) -> str:
+        return nearby  # the converter's text: the caption and what stands around the figure
+
+    async def summarise_source(self, ctx: object, title: str, summaries: list[str]) -> str:
+        return summarise("\n\n".join(summaries), 2)
+
+    async def abstract(self, ctx: object, title: str, summaries: list[str]) -> str:
+        return summarise("\n\n".join(summaries), 2)

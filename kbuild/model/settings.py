@@ -1,0 +1,77 @@
+"""How to reach a model: Kbuildfile.py first, then the environment, then the offline backend."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class ModelSettings(BaseModel):
+    """What a Kbuildfile may set as `model_settings = ModelSettings(...)` or pass to knowledge_base().
+
+    Unset fields come from the environment: OPENAI_API_KEY, OPENAI_BASE_URL, KBUILD_MODEL.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None  # one model for every task
+    models: dict[str, str] = {}  # a model per task: "rewrite", "chunk summary", "source summary", "abstract", "figure"
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout: float = Field(120.0, gt=0)  # seconds per call
+    max_retries: int = Field(4, ge=0)  # 429 (honouring Retry-After), 5xx, timeouts, dropped connections
+    validation_retries: int = Field(2, ge=0)  # a reply that does not fit the schema is asked again this often
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+    prices: dict[str, tuple[float, float]] = {}  # model -> (USD per million input tokens, per million output)
+    vision: bool = False  # the model reads images: tables and figures get their text from it
+
+    def resolved(self) -> ModelSettings:
+        env = os.environ
+        return self.model_copy(update={
+            "model": self.model or env.get("KBUILD_MODEL") or DEFAULT_MODEL,
+            "base_url": self.base_url or env.get("OPENAI_BASE_URL"),
+            "api_key": self.api_key or env.get("OPENAI_API_KEY"),
+        })
+
+    def model_for(self, task: str) -> str:
+        return self.models.get(task) or self.model or DEFAULT_MODEL
+
+    def cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
+        price_in, price_out = self.prices.get(model, (0.0, 0.0))
+        return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.api_key or self.base_url)
+
+
+_said_offline = False
+
+
+def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
+    """The OpenAI-compatible backend when a key or a base URL is configured, else the offline one
+    (and say so once)."""
+    from .offline import OfflineBackend
+    from .openai_backend import OpenAIBackend
+
+    global _said_offline
+    try:
+        given = settings if isinstance(settings, ModelSettings) else ModelSettings(**(settings or {}))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"model settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    resolved = given.resolved()
+    if resolved.configured:
+        return OpenAIBackend(resolved)
+    if not _said_offline:
+        _said_offline = True
+        print("kbuild: no model configured (OPENAI_API_KEY or OPENAI_BASE_URL): using the offline backend, "
+              "which writes extractive pages", file=sys.stderr)
+    return OfflineBackend()

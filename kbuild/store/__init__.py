@@ -1,0 +1,1 @@
+"""The kb/ tree: where every page lives, the sources people list, and fetching them."""

@@ -1,0 +1,89 @@
+"""Paths in the store (ARCHITECTURE.md §1). Topic first: kb/<project>/<what>/<source>/<page>.
+
+Every path is computed here from validated ids, never taken from a model or a document.
+"""
+from __future__ import annotations
+
+import re
+from posixpath import join, relpath
+
+ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
+
+
+def slugify(text: str, limit: int = 48) -> str:
+    """A file-name-safe form of a heading or a file name."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "part"
+
+
+class BadId(ValueError):
+    pass
+
+
+def check_id(kind: str, value: str) -> str:
+    if not ID.match(value) or ".." in value:
+        raise BadId(
+            f"{kind} id {value!r} must be 1-80 lowercase letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (and no '..')"
+        )
+    return value
+
+
+class Store:
+    """Relative paths (to the build root) of everything in one store."""
+
+    def __init__(self, root: str = "kb") -> None:
+        self.root = root.strip("/")
+
+    def index(self) -> str:
+        return join(self.root, "index.md")
+
+    def project(self, project: str) -> str:
+        return join(self.root, project)
+
+    def project_index(self, project: str) -> str:
+        return join(self.root, project, "index.md")
+
+    def sources_file(self, project: str) -> str:
+        return join(self.root, project, "sources.yml")
+
+    def raw_index(self, project: str) -> str:
+        return join(self.root, project, "raw", "index.md")
+
+    def raw_dir(self, project: str, source: str) -> str:
+        return join(self.root, project, "raw", source)
+
+    def original(self, project: str, source: str, ext: str) -> str:
+        return join(self.raw_dir(project, source), f"original{ext}")
+
+    def meta(self, project: str, source: str) -> str:
+        return join(self.raw_dir(project, source), "meta.yml")
+
+    def facts_index(self, project: str) -> str:
+        return join(self.root, project, "facts", "index.md")
+
+    def facts_dir(self, project: str, source: str) -> str:
+        return join(self.root, project, "facts", source)
+
+    def source_index(self, project: str, source: str) -> str:
+        return join(self.facts_dir(project, source), "index.md")
+
+    def text(self, project: str, source: str) -> str:
+        return join(self.facts_dir(project, source), "text.md")
+
+    def page_image(self, project: str, source: str, page: int) -> str:
+        return join(self.facts_dir(project, source), "pages", f"p-{page:03d}.png")
+
+    def figure(self, project: str, source: str, name: str, ext: str) -> str:
+        return join(self.facts_dir(project, source), "figures", f"{name}{ext}")
+
+    def fact(self, project: str, source: str, slug: str) -> str:
+        return join(self.facts_dir(project, source), f"{slug}.md")
+
+    def artifacts_index(self, project: str) -> str:
+        return join(self.root, project, "artifacts", "index.md")
+
+
+def link(from_page: str, to: str) -> str:
+    """A relative Markdown link target from one store page to another path."""
+    return relpath(to, start=from_page.rsplit("/", 1)[0] if "/" in from_page else ".")

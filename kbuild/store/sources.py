@@ -1,0 +1,175 @@
+"""sources.yml: the sources of one project, as a person writes them.
+
+    # what this project is about (comments are kept when kbuild writes the file back)
+    kind: docs            # or: research (sources arrive as found; no specs)
+    title: Payments
+    sources:
+      - id: requirements
+        path: docs/requirements.pdf    # relative to the folder of Kbuildfile.py
+      - id: rfc-9110
+        url: https://www.rfc-editor.org/rfc/rfc9110.txt
+
+Each source entry is validated on its own, so one bad entry fails that source only.
+The build never writes this file: it is an input, and a build that edits its own inputs never
+settles. The hash of what was fetched lives in raw/<source>/meta.yml.
+"""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from .layout import check_id
+
+URL_SCHEMES = ("http", "https", "file")
+
+
+class SourcesError(ValueError):
+    """One readable line about sources.yml: where it is wrong and what to do."""
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    path: str | None = None
+    url: str | None = None
+    title: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_id("source", value)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and urlparse(value).scheme not in URL_SCHEMES:
+            raise ValueError(f"url {value!r} must start with http://, https:// or file://")
+        return value
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> Source:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of `path` or `url`")
+        return self
+
+    @property
+    def origin(self) -> str:
+        return self.path or self.url or ""
+
+    @property
+    def ext(self) -> str:
+        """The extension the raw copy keeps, so readers and converters know what it is."""
+        name = self.path or urlparse(self.url or "").path
+        ext = os.path.splitext(name)[1].lower()
+        return ext if ext and len(ext) <= 10 and ext[1:].isalnum() else ".bin"
+
+
+class Project(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["docs", "research"] = "docs"
+    title: str | None = None
+    sources: list[Any] = []
+
+
+class Listing(BaseModel):
+    """A parsed sources.yml: the valid sources, and a message for each entry that is not."""
+
+    kind: Literal["docs", "research"]
+    title: str | None
+    sources: list[Source]
+    problems: list[str]
+
+
+def _yaml() -> YAML:
+    yaml = YAML()  # round-trip: comments, order and quoting survive a write back
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def _one_line(error: ValidationError) -> str:
+    parts = []
+    for e in error.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "entry"
+        message = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def parse(data: bytes, where: str) -> Listing:
+    try:
+        doc = _yaml().load(data.decode("utf-8")) if data.strip() else {}
+    except (YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SourcesError(f"{where} is not valid YAML ({first}); fix it and build again") from None
+    if not isinstance(doc, dict):
+        raise SourcesError(f"{where} must be a mapping with a `sources:` list")
+    try:
+        project = Project.model_validate(dict(doc))
+    except ValidationError as exc:
+        raise SourcesError(f"{where}: {_one_line(exc)}") from None
+    sources: list[Source] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for n, entry in enumerate(project.sources, start=1):
+        try:
+            source = Source.model_validate(dict(entry) if isinstance(entry, dict) else entry)
+        except ValidationError as exc:
+            label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
+            problems.append(f"{where}: source {label}: {_one_line(exc)}")
+            continue
+        if source.id in seen:
+            problems.append(f"{where}: source id {source.id!r} is listed twice; give each source its own id")
+            continue
+        seen.add(source.id)
+        sources.append(source)
+    return Listing(kind=project.kind, title=project.title, sources=sources, problems=problems)
+
+
+def resolve_path(root: Path, path: str) -> Path:
+    """A local source path, which must stay inside the build root (symlinks followed)."""
+    full = (root / path).resolve()
+    if not full.is_relative_to(root.resolve()):
+        raise SourcesError(
+            f"path {path!r} leads outside {root}; copy the file into the project or list it by url"
+        )
+    return full
+
+
+NEW_PROJECT = """\
+# Sources of this project. kbuild reads this file and never rewrites what you wrote:
+# `kbuild add` appends entries and keeps your comments and order.
+kind: docs   # docs, or research (sources arrive as found; no specs)
+sources: []
+"""
+
+
+def add(file: Path, source: Source) -> None:
+    """Append a source to sources.yml (creating it), keeping a person's comments and order."""
+    yaml = _yaml()
+    text = file.read_text("utf-8") if file.exists() else NEW_PROJECT
+    parse(text.encode(), str(file))  # refuse to write into a file that is already broken
+    doc = yaml.load(text)
+    entries = doc.get("sources")
+    if not isinstance(entries, CommentedSeq):
+        entries = CommentedSeq(entries or [])
+        entries.fa.set_block_style()
+        doc["sources"] = entries
+    if any(isinstance(e, dict) and e.get("id") == source.id for e in entries):
+        raise SourcesError(f"{file} already lists a source with id {source.id!r}; choose another with --id")
+    entry = CommentedMap(source.model_dump(exclude_none=True))
+    entries.append(entry)
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(out.getvalue(), "utf-8")

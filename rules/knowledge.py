@@ -1,0 +1,369 @@
+"""The default pipeline: sources -> raw copies -> text -> chunks -> facts and summaries -> indexes.
+
+Every step is a rule on the engine's public API, and every rule reads as little as it can
+(ARCHITECTURE.md §3, locality): a fact reads its own chunk, not the source; a chunk's query is
+cut off when its text did not change, so one edited sentence reaches one fact and one summary.
+Paths are computed here from validated ids, never taken from a model or a document.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kbuild.convert import ConversionError, convert
+from kbuild.engine import Problem, Query, QueryFailed, Rule, rule
+from kbuild.engine.hashing import hash_bytes
+from kbuild.model import Backend
+from kbuild import slicing
+from kbuild.slicing import Chunk, chunk_texts, slice_text
+from kbuild.store.fetch import fetch_urls, meta_yml
+from kbuild.store.layout import Store, link, slugify
+from kbuild.store.sources import Source, SourcesError, parse, resolve_path
+
+INDEX_LINES = 150  # an index longer than this gets another level instead of growing
+PREVIOUS_CHARS = 1200  # how much of the chunk before a model sees, for references to resolve
+RESERVED = {"index", "text", "pages", "figures"}
+_convert_lock = threading.Lock()
+CONVERTER = tuple(m for name, m in sorted(sys.modules.items()) if name.startswith("kbuild.convert"))  # pymupdf is not thread-safe; conversions run one at a time
+
+
+def assign_slugs(chains: list[tuple[str, ...]]) -> list[str]:
+    """A fact's file name: its section's heading, and its place within that section.
+
+    Names come from headings, never from the words of the chunk, so that editing a sentence
+    renames no fact and breaks no link into the source's other facts.
+    """
+    bases: dict[tuple[str, ...], str] = {}
+    taken: set[str] = set()
+    for chain in dict.fromkeys(chains):
+        base = slugify(chain[-1]) if chain else "opening"
+        if base in taken and len(chain) > 1:
+            base = slugify(f"{chain[-2]} {chain[-1]}")
+        if base in RESERVED:
+            base = f"section-{base}"
+        unique, n = base, 2
+        while unique in taken:
+            unique, n = f"{base}-{n}", n + 1
+        bases[chain] = unique
+        taken.add(unique)
+    seen: Counter[tuple[str, ...]] = Counter()
+    slugs = []
+    for chain in chains:
+        seen[chain] += 1
+        slugs.append(bases[chain] if seen[chain] == 1 else f"{bases[chain]}-{seen[chain]}")
+    return slugs
+
+
+def _title(text: str, fallback: str) -> str:
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:200]):
+        stripped = line.strip()
+        if stripped.startswith("# "):
+            return stripped[2:].strip()
+        underline = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if stripped and len(underline) >= len(stripped) and len(set(underline)) == 1 and underline[0] in "=-~#*":
+            return stripped
+    return fallback
+
+
+def _convert(data: bytes, name: str) -> Any:
+    with _convert_lock:
+        return convert(data, name)
+
+
+def _pages_phrase(pages: list[int] | None) -> str:
+    if not pages:
+        return ""
+    first, last = pages
+    return f", page {first}" if first == last else f", pages {first} to {last}"
+
+
+def _failed(values: list[Any]) -> list[QueryFailed]:
+    return [v for v in values if isinstance(v, QueryFailed)]
+
+
+class KnowledgeBase:
+    """The default rule set over one store, with one backend answering its questions."""
+
+    def __init__(self, root: Path, store: Store, backend: Backend, floor_tokens: int, cap_tokens: int) -> None:
+        self.root = root
+        self.store = store
+        self.backend = backend
+        self.floor_tokens = floor_tokens
+        self.cap_tokens = cap_tokens
+        self.fetch_errors: dict[tuple[str, str], tuple[str, str]] = {}
+        self.rules: list[Rule] = _make_rules(self)
+        self._root_index = next(r for r in self.rules if r.name == "root_index")
+
+    def projects(self) -> list[str]:
+        folder = self.root / self.store.root
+        return sorted(p.parent.name for p in folder.glob("*/sources.yml"))
+
+    def targets(self) -> list[Query]:
+        return [self._root_index(*self.projects())]
+
+    def before_build(self) -> list[str]:
+        """Download url sources; a failure with no earlier copy is reported by the build itself."""
+        self.fetch_errors = fetch_urls(self.root, self.store)
+        return [f"{project}/{source}: {url} {why}; kept the copy fetched before"
+                for (project, source), (url, why) in self.fetch_errors.items()
+                if (self.root / self.store.raw_dir(project, source)).is_dir()]
+
+
+def _make_rules(kb: KnowledgeBase) -> list[Rule]:
+    store, backend = kb.store, kb.backend
+    label = backend.label
+
+    @rule
+    async def listing(ctx, project):
+        path = store.sources_file(project)
+        try:
+            data = ctx.read(path)
+        except FileNotFoundError:
+            raise Problem(f"{path} is missing; run `kbuild add {project} PATH` to create it") from None
+        try:
+            return parse(data, path).model_dump()
+        except SourcesError as exc:
+            raise Problem(str(exc)) from None
+
+    @rule
+    async def source_entry(ctx, project, source):
+        for entry in (await ctx.query(listing(project)))["sources"]:
+            if entry["id"] == source:
+                return entry
+        raise Problem(f"{store.sources_file(project)} lists no source {source!r}")
+
+    @rule
+    async def problem(ctx, project, number):
+        """A bad entry of sources.yml, failing on its own so the other sources still build."""
+        raise Problem((await ctx.query(listing(project)))["problems"][number])
+
+    @rule(version=1, uses=(meta_yml,))
+    async def raw(ctx, project, source):
+        entry = Source(**await ctx.query(source_entry(project, source)))
+        where = f"{project}/{source}"
+        original = store.original(project, source, entry.ext)
+        if entry.path is not None:
+            try:
+                full = resolve_path(ctx.root, entry.path)
+                data = ctx.read(full)
+            except SourcesError as exc:
+                raise Problem(f"{where}: {exc}") from None
+            except FileNotFoundError:
+                raise Problem(f"{where}: {entry.path} does not exist; fix its path in sources.yml or remove it") from None
+            except IsADirectoryError:
+                raise Problem(f"{where}: {entry.path} is a folder; list the files in it one by one") from None
+            ctx.write(original, data)
+            ctx.write(store.meta(project, source), meta_yml(entry, hash_bytes(data), len(data)))
+        else:
+            try:
+                data = ctx.read(original)
+            except FileNotFoundError:
+                _, why = kb.fetch_errors.get((project, source), ("", "has not been downloaded (built with --no-fetch?)"))
+                raise Problem(f"{where}: {entry.url} {why}") from None
+        return {"path": original, "hash": hash_bytes(data), "bytes": len(data), "ext": entry.ext,
+                "origin": entry.origin, "title": entry.title}
+
+    @rule(version=1, uses=CONVERTER)
+    async def text(ctx, project, source):
+        got = await ctx.query(raw(project, source))
+        data = ctx.read(got["path"])
+        try:
+            converted = await asyncio.to_thread(_convert, data, "original" + got["ext"])
+        except ConversionError as exc:
+            raise Problem(f"{project}/{source} ({got['origin']}): {exc}") from None
+        for warning in converted.warnings:
+            ctx.warn(f"{project}/{source}: {warning}")
+        folder = store.facts_dir(project, source)
+        ctx.write(store.text(project, source), converted.text)
+        for number, png in enumerate(converted.pages, start=1):
+            ctx.write(store.page_image(project, source, number), png)
+        if converted.pages:
+            lines = [f"- [page {n}](p-{n:03d}.png)" for n in range(1, len(converted.pages) + 1)]
+            ctx.write(f"{folder}/pages/index.md", f"# Pages of {source}\n\nEach page of the original, "
+                      f"rendered as an image.\n\n" + "\n".join(lines) + "\n")
+        for figure in converted.figures:
+            ctx.write(store.figure(project, source, figure.name, ".png"), figure.png)
+            ctx.write(store.figure(project, source, figure.name, ".md"), figure.text.rstrip() + "\n")
+        if converted.figures:
+            lines = [f"- [{f.name}]({f.name}.md) (page {f.page}, [image]({f.name}.png)): "
+                     f"{(f.text.strip().splitlines() or [''])[0][:100]}" for f in converted.figures]
+            ctx.write(f"{folder}/figures/index.md", f"# Tables and figures of {source}\n\nCut from the "
+                      f"pages of the original, each with its text beside it.\n\n" + "\n".join(lines) + "\n")
+        return {
+            "text": converted.text,
+            "kind": converted.kind,
+            "title": got["title"] or _title(converted.text, source),
+            "original": Path(got["path"]).name,
+            "pages": len(converted.pages),
+            "figures": {f.name: f.text for f in converted.figures},
+        }
+
+    @rule(version=1, uses=(slicing, assign_slugs, _title))
+    async def chunks(ctx, project, source):
+        doc = await ctx.query(text(project, source))
+        spans = slice_text(doc["text"], kb.floor_tokens, kb.cap_tokens, headings=doc["kind"] != "code")
+        slugs = assign_slugs([c.headings for c in spans])
+        return {
+            "title": doc["title"],
+            "original": doc["original"],
+            "pages": doc["pages"],
+            "figures": sorted(doc["figures"]),
+            "chunks": [{"slug": s, "start": c.start, "end": c.end, "headings": list(c.headings),
+                        "pages": list(c.pages) if c.pages else None} for s, c in zip(slugs, spans)],
+        }
+
+    @rule(version=1)
+    async def chunk(ctx, project, source, slug):
+        """One chunk's words, where they stand and what comes just before: all a fact needs."""
+        doc = await ctx.query(text(project, source))
+        listed = (await ctx.query(chunks(project, source)))["chunks"]
+        index = next((i for i, c in enumerate(listed) if c["slug"] == slug), None)
+        if index is None:
+            raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
+        here = listed[index]
+        wanted = [here, *([listed[index - 1]] if index else [])]
+        span, *before = chunk_texts(doc["text"], [Chunk(c["start"], c["end"], (), None, 0) for c in wanted])
+        names = [name for name in doc["figures"] if f"figures/{name}." in span]
+        figures = dict(zip(names, await ctx.query_all([figure_text(project, source, n) for n in names])))
+        # Words only, not where they stand: lines added above a chunk move it without changing
+        # it, and must not reach the model calls that read it.
+        return {"text": span, "headings": here["headings"], "previous": before[0][-PREVIOUS_CHARS:] if before else "",
+                "title": doc["title"], "figures": figures}
+
+    @rule(params=backend.params("figure"), uses=backend.code, prompts=backend.prompts("figure"))
+    async def figure_text(ctx, project, source, name):
+        doc = await ctx.query(text(project, source))
+        png = ctx.read(store.figure(project, source, name, ".png"))
+        return await backend.describe_figure(ctx, png, doc["figures"][name], name, doc["title"])
+
+    @rule(params=backend.params("rewrite"), uses=backend.code, prompts=backend.prompts("rewrite"))
+    async def rewrite(ctx, project, source, slug):
+        c = await ctx.query(chunk(project, source, slug))
+        return await backend.rewrite(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"])
+
+    @rule(version=1)
+    async def fact(ctx, project, source, slug):
+        doc = await ctx.query(chunks(project, source))
+        place = next(c for c in doc["chunks"] if c["slug"] == slug)
+        c = await ctx.query(chunk(project, source, slug))
+        rewritten = await ctx.query(rewrite(project, source, slug))
+        page_path = store.fact(project, source, slug)
+        original = store.original(project, source, Path(doc["original"]).suffix)
+        where = f"Source: [{doc['original']}]({link(page_path, original)}){_pages_phrase(place['pages'])}. "
+        where += f"[text.md](text.md) lines {place['start']} to {place['end']}."
+        page = f"{where}\n\n## Original\n\n{c['text']}\n## Rewritten\n\n{rewritten.strip()}\n\n_Rewritten: {label}._\n"
+        ctx.write(page_path, page)
+        return {"path": page_path, "hash": hash_bytes(page.encode())}
+
+    @rule(params=backend.params("chunk summary"), uses=backend.code, prompts=backend.prompts("chunk summary"))
+    async def chunk_summary(ctx, project, source, slug):
+        c = await ctx.query(chunk(project, source, slug))
+        return await backend.summarise_chunk(ctx, c["text"], c["headings"], c["previous"])
+
+    @rule(params=backend.params("source summary"), uses=backend.code, prompts=backend.prompts("source summary"))
+    async def source_summary(ctx, project, source):
+        doc = await ctx.query(chunks(project, source))
+        summaries = await ctx.query_all(
+            [chunk_summary(project, source, c["slug"]) for c in doc["chunks"]], return_failures=True)
+        return await backend.summarise_source(ctx, doc["title"], [s for s in summaries if isinstance(s, str)])
+
+    @rule(version=1)
+    async def source_index(ctx, project, source):
+        doc = await ctx.query(chunks(project, source))
+        slugs = [c["slug"] for c in doc["chunks"]]
+        facts = await ctx.query_all([fact(project, source, s) for s in slugs], return_failures=True)
+        summaries = await ctx.query_all([chunk_summary(project, source, s) for s in slugs], return_failures=True)
+        summary = await ctx.query(source_summary(project, source))
+        entries = []
+        for c, f, s in zip(doc["chunks"], facts, summaries):
+            if isinstance(f, QueryFailed) or isinstance(s, QueryFailed):
+                continue  # a page that failed stays out of the index; the build reports it
+            where = f"lines {c['start']}-{c['end']}" + (_pages_phrase(c["pages"]).replace(",", ";") if c["pages"] else "")
+            entries.append((c, f"- [{c['slug']}]({c['slug']}.md) ({where}): {s}"))
+        folder = store.facts_dir(project, source)
+        links = ["- [text.md](text.md): the whole source as text, no model involved"]
+        if doc["pages"]:
+            links.append("- [pages/](pages/index.md): each page as an image")
+        if doc["figures"]:
+            links.append("- [figures/](figures/index.md): tables and figures cut from the pages")
+        head = (f"# {doc['title']}\n\n{summary}\n\n_Summaries: {label}._\n\n"
+                + "\n".join(links) + "\n\n## Facts, in source order\n\n")
+        if len(entries) <= INDEX_LINES:
+            ctx.write(store.source_index(project, source), head + "\n".join(e for _, e in entries) + "\n")
+        else:  # another level: one sub-index per top-level section
+            groups: dict[str, list[str]] = {}
+            for c, line in entries:
+                groups.setdefault(c["headings"][0] if c["headings"] else doc["title"], []).append(line)
+            names = assign_slugs([(g,) for g in groups])
+            lines = []
+            for (group, group_lines), name in zip(groups.items(), names):
+                ctx.write(f"{folder}/index-{name}.md", f"# {doc['title']} › {group}\n\nBack to [the source's index]"
+                          f"(index.md).\n\n" + "\n".join(group_lines) + "\n")
+                lines.append(f"- [{group}](index-{name}.md): {len(group_lines)} facts")
+            ctx.write(store.source_index(project, source), head + "\n".join(lines) + "\n")
+        return {"title": doc["title"], "summary": summary, "facts": len(entries), "missing": len(slugs) - len(entries)}
+
+    @rule(params=backend.params("abstract"), uses=backend.code, prompts=backend.prompts("abstract"))
+    async def abstract(ctx, project):
+        listed = await ctx.query(listing(project))
+        indexes = await ctx.query_all([source_index(project, s["id"]) for s in listed["sources"]], return_failures=True)
+        summaries = [f"{i['title']}: {i['summary']}" for i in indexes if not isinstance(i, QueryFailed)]
+        return await backend.abstract(ctx, listed["title"] or project, summaries)
+
+    @rule(version=1)
+    async def project_index(ctx, project):
+        listed = await ctx.query(listing(project))
+        await ctx.query_all([problem(project, n) for n in range(len(listed["problems"]))], return_failures=True)
+        ids = [s["id"] for s in listed["sources"]]
+        raws = await ctx.query_all([raw(project, s) for s in ids], return_failures=True)
+        indexes = await ctx.query_all([source_index(project, s) for s in ids], return_failures=True)
+        summary = await ctx.query(abstract(project))
+        title = listed["title"] or project
+        base = store.project(project)
+        raw_lines, fact_lines, source_lines = [], [], []
+        for sid, r, i in zip(ids, raws, indexes):
+            if not isinstance(r, QueryFailed):
+                raw_lines.append(f"- [{sid}]({sid}/{Path(r['path']).name}): from {r['origin']}, {r['bytes']} bytes "
+                                 f"([meta.yml]({sid}/meta.yml))")
+            if isinstance(i, QueryFailed):
+                source_lines.append(f"- {sid}: not built; run `kbuild` to see why")
+                continue
+            fact_lines.append(f"- [{sid}]({sid}/index.md): {i['title']}, {i['facts']} facts")
+            source_lines.append(f"- [{i['title']}](facts/{sid}/index.md) ({sid}): {i['summary']}")
+        kind = "research project (sources arrive as found; no specs)" if listed["kind"] == "research" else "project"
+        ctx.write(f"{base}/index.md", (
+            f"# {title}\n\n{summary}\n\n_A {kind}. Summaries: {label}._\n\n"
+            f"## Sources\n\n" + ("\n".join(source_lines) or "No sources yet: `kbuild add " + project + " PATH`.")
+            + "\n\n## Folders\n\n"
+            "- [raw/](raw/index.md): each source exactly as fetched, never edited\n"
+            "- [facts/](facts/index.md): each source as text, cut into facts, each with its summary\n"
+            "- [artifacts/](artifacts/index.md): views and specs written from the facts\n"
+            "- [sources.yml](sources.yml): the list of sources, written by people\n"))
+        ctx.write(f"{base}/raw/index.md", f"# Raw sources of {title}\n\nEach source exactly as fetched, "
+                  "never edited, with where it came from.\n\n" + "\n".join(raw_lines) + "\n")
+        ctx.write(f"{base}/facts/index.md", f"# Facts of {title}\n\nOne folder per source: its text, its "
+                  "facts and their summaries.\n\n" + "\n".join(fact_lines) + "\n")
+        ctx.write(store.artifacts_index(project), f"# Artifacts of {title}\n\nViews and specs written from "
+                  "the facts are listed here. There are none yet.\n")
+        return {"title": title, "abstract": summary, "kind": listed["kind"], "sources": len(fact_lines)}
+
+    @rule(version=1)
+    async def root_index(ctx, *projects):
+        indexes = await ctx.query_all([project_index(p) for p in projects], return_failures=True)
+        lines = []
+        for p, i in zip(projects, indexes):
+            if isinstance(i, QueryFailed):
+                lines.append(f"- {p}: not built; run `kbuild` to see why")
+            else:
+                lines.append(f"- [{i['title']}]({p}/index.md) ({p}, {i['sources']} sources): {i['abstract']}")
+        body = "\n".join(lines) if lines else "No projects yet: `kbuild add PROJECT PATH_OR_URL` starts one."
+        ctx.write(store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
+        return len(projects)
+
+    return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, rewrite, fact, chunk_summary, source_summary,
+            source_index, abstract, project_index, root_index]

@@ -1,0 +1,251 @@
+"""Building a knowledge base from real documents with the offline backend, as a new user would."""
+from __future__ import annotations
+
+import functools
+import http.server
+import random
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+import pytest
+from click.testing import CliRunner
+from documents import three_page_pdf
+
+from kbuild.checks.links import broken_links
+from kbuild.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+MARKDOWN = """# Payments service
+
+The payments service accepts card payments and refunds them.
+
+## Limits
+
+A single payment may not exceed 10,000 EUR. Refunds are allowed within 90 days.
+"""
+
+REST = """Deployment guide
+================
+
+The service runs in two regions.
+
+Rollback
+--------
+
+A rollback restores the previous release within 5 minutes. See :ref:`ops`.
+"""
+
+CODE = '''"""Rate limiting for the public API."""
+
+
+def allowed(requests_this_minute: int, limit: int = 60) -> bool:
+    """A client may make at most `limit` requests a minute."""
+    return requests_this_minute < limit
+'''
+
+HTML = "<html><body><h1>Glossary</h1><p>A <b>chargeback</b> is a payment reversed by the bank.</p></body></html>"
+
+
+@pytest.fixture
+def web(tmp_path_factory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("web")
+    (folder / "glossary.html").write_text(HTML)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def kbuild(project: Path, *args: str):
+    return CliRunner().invoke(main, ["-C", str(project), *args])
+
+
+def generated_pages(root: Path) -> list[Path]:
+    return [p for p in (root / "kb").rglob("*.md") if "/raw/" not in p.as_posix()]
+
+
+def assert_all_links_resolve(root: Path) -> None:
+    problems = {str(p.relative_to(root)): broken_links(p, root / "kb") for p in generated_pages(root)}
+    assert {p: b for p, b in problems.items() if b} == {}
+
+
+def assert_originals_match_text(root: Path) -> int:
+    """Every fact's Original is byte for byte its span of text.md; returns the facts checked."""
+    checked = 0
+    for page in (root / "kb").rglob("*.md"):
+        body = page.read_text()
+        if not body.startswith("Source: "):
+            continue
+        start, end = map(int, re.search(r"text\.md\]\(text\.md\) lines (\d+) to (\d+)\.", body).groups())
+        original = body.split("\n## Original\n\n", 1)[1].rsplit("\n## Rewritten\n\n", 1)[0]
+        lines = (page.parent / "text.md").read_text().splitlines(keepends=True)
+        assert original == "".join(lines[start - 1:end]), page
+        checked += 1
+    return checked
+
+
+@pytest.fixture
+def project(tmp_path: Path, web: str) -> Path:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "report.pdf").write_bytes(three_page_pdf())
+    (docs / "payments.md").write_text(MARKDOWN)
+    (docs / "deploy.rst").write_text(REST)
+    (docs / "ratelimit.py").write_text(CODE)
+    for path in ["docs/report.pdf", "docs/payments.md", "docs/deploy.rst", "docs/ratelimit.py", f"{web}/glossary.html"]:
+        result = kbuild(tmp_path, "add", "payments", path)
+        assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def test_a_store_from_real_documents(project):
+    result = kbuild(project)
+    assert result.exit_code == 0, result.output
+    kb = project / "kb"
+    for path in ["index.md", "payments/index.md", "payments/sources.yml", "payments/raw/index.md",
+                 "payments/facts/index.md", "payments/artifacts/index.md",
+                 "payments/raw/report/original.pdf", "payments/raw/report/meta.yml",
+                 "payments/raw/glossary/original.html", "payments/raw/glossary/meta.yml",
+                 "payments/facts/report/index.md", "payments/facts/report/text.md",
+                 "payments/facts/report/pages/p-001.png", "payments/facts/report/pages/p-003.png",
+                 "payments/facts/report/figures/table-01.png", "payments/facts/report/figures/table-01.md",
+                 "payments/facts/report/figures/figure-01.png", "payments/facts/report/figures/figure-01.md",
+                 "payments/facts/payments/index.md", "payments/facts/deploy/index.md",
+                 "payments/facts/ratelimit/index.md", "payments/facts/glossary/index.md"]:
+        assert (kb / path).exists(), path
+    assert (kb / "payments/raw/report/original.pdf").read_bytes() == (project / "docs/report.pdf").read_bytes()
+    assert (kb / "payments/facts/payments/text.md").read_text() == MARKDOWN  # line numbers kept
+    assert "hash: xxh3-128:" in (kb / "payments/raw/report/meta.yml").read_text()
+    assert "apple" in (kb / "payments/facts/report/figures/table-01.md").read_text()
+    fact_pages = [p for p in (kb / "payments/facts").rglob("*.md") if p.read_text().startswith("Source: ")]
+    assert len(fact_pages) >= 5
+    pdf_fact = next(p for p in fact_pages if "/report/" in p.as_posix())
+    assert re.match(r"Source: \[original\.pdf\]\(\.\./\.\./raw/report/original\.pdf\), pages? \d", pdf_fact.read_text())
+    markdown_facts = [p for p in fact_pages if "/facts/payments/" in p.as_posix()]
+    assert any("10,000 EUR" in p.read_text().split("## Rewritten")[1] for p in markdown_facts)
+    assert "extractive" in (kb / "payments/index.md").read_text()
+    assert_all_links_resolve(project)
+    assert assert_originals_match_text(project) == len(fact_pages)
+    again = kbuild(project, "build", "--json")
+    assert '"executed": []' in again.output
+
+
+def prose(rng: random.Random, sentences: int) -> list[str]:
+    words = ("ledger account balance transfer clearing settlement batch window audit record export "
+             "report merchant refund payout reserve currency rate fee invoice schedule retry limit").split()
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(8, 22))).capitalize() + "." for _ in range(sentences)]
+
+
+def test_a_one_sentence_edit_changes_at_most_two_facts_and_renames_none(tmp_path):
+    rng = random.Random(5)
+    sections, paragraphs = [], []
+    for s in range(24):  # some sections hold several chunks: long stretches with no heading
+        paragraphs = ["\n".join(prose(rng, rng.randint(4, 9))) for _ in range(rng.randint(8, 40))]
+        sections.append(f"## Section {s}\n\n" + "\n\n".join(paragraphs))
+    text = "# Operations manual\n\n" + "\n\n".join(sections) + "\n"
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "manual.md").write_text(text)
+    kbuild(tmp_path, "add", "ops", "manual.md")
+    assert kbuild(tmp_path).exit_code == 0
+    facts_dir = tmp_path / "kb/ops/facts/manual"
+
+    def facts() -> dict[str, str]:
+        return {p.name: p.read_text() for p in facts_dir.glob("*.md") if p.name not in ("index.md", "text.md")}
+
+    before = facts()
+    assert len(before) >= 30
+    lines = text.splitlines()
+    middle = len(lines) // 2
+    target = next(i for i in range(middle, len(lines)) if lines[i].count(".") >= 1 and len(lines[i]) > 40)
+    lines[target] = lines[target].replace(".", " and a clause that was added later.", 1)
+    (tmp_path / "manual.md").write_text("\n".join(lines) + "\n")
+    assert kbuild(tmp_path).exit_code == 0
+    after = facts()
+    assert set(after) == set(before)  # no fact page renamed, none added or removed
+    changed = [name for name in before if before[name] != after[name]]
+    # a fact page names its lines in text.md; the lines after the edit keep their numbers
+    assert 1 <= len(changed) <= 2, changed
+    assert_all_links_resolve(tmp_path)
+
+
+def test_bad_input_gets_one_clear_line_and_the_rest_is_built(tmp_path, web):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text(MARKDOWN)
+    (docs / "corrupt.pdf").write_bytes(b"%PDF-1.7\n" + bytes(random.Random(1).randrange(256) for _ in range(3000)))
+    encrypted = pymupdf.open()
+    encrypted.new_page().insert_text((72, 72), "secret")
+    (docs / "locked.pdf").write_bytes(encrypted.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y"))
+    (docs / "empty.txt").write_bytes(b"")
+    (docs / "binary.txt").write_bytes(bytes(range(256)) * 40)
+    for path in ["docs/good.md", "docs/corrupt.pdf", "docs/locked.pdf", "docs/empty.txt", "docs/binary.txt"]:
+        assert kbuild(tmp_path, "add", "main", path).exit_code == 0
+    sources = tmp_path / "kb/main/sources.yml"
+    sources.write_text(sources.read_text() + (
+        "  - id: gone\n    path: docs/missing.md\n"
+        f"  - id: dead-link\n    url: {web}/missing.html\n"
+        "  - id: escape\n    path: ../outside.md\n"
+        "  - id: ../sneaky\n    path: docs/good.md\n"))
+    (tmp_path / "outside.md").write_text("outside")
+    broken = tmp_path / "kb/broken"
+    broken.mkdir()
+    (broken / "sources.yml").write_text("sources: [\n  - id: x\n")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 1
+    output = result.output
+    assert "Traceback" not in output
+    expected = {
+        "corrupt": "main/corrupt", "locked": "password", "empty": "is empty", "binary": "binary",
+        "gone": "docs/missing.md does not exist", "dead-link": "404", "escape": "leads outside",
+        "sneaky": "source id '../sneaky' must be", "broken": "kb/broken/sources.yml is not valid YAML",
+    }
+    failures = [line for line in output.splitlines() if line.startswith("failed: ")]
+    for name, words in expected.items():
+        assert any(words in line for line in failures), (name, words, output)
+    assert len(failures) == len(expected), output  # one line each, no echo from what depended on them
+    assert "10,000 EUR" in (tmp_path / "kb/main/facts/good/payments-service.md").read_text()  # built
+    assert "- [Payments service](facts/good/index.md)" in (tmp_path / "kb/main/index.md").read_text()
+    assert "broken: not built" in (tmp_path / "kb/index.md").read_text()
+    assert_all_links_resolve(tmp_path)
+    with_debug = kbuild(tmp_path, "--debug")
+    assert "Traceback" in with_debug.output
+
+
+def test_add_keeps_comments_and_order(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    assert "Kbuildfile.py" in kbuild(tmp_path, "init", str(tmp_path)).output  # refuses to overwrite
+    (tmp_path / "kb/notes").mkdir(parents=True)
+    (tmp_path / "kb/notes/sources.yml").write_text(
+        "# my research notes\nkind: research  # as found\nsources:\n  # the first one\n"
+        "  - id: b\n    path: b.md\n  - id: a\n    path: a.md\n")
+    (tmp_path / "c.md").write_text("# C\n\nSee.\n")
+    result = kbuild(tmp_path, "add", "notes", "c.md", "--id", "c")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "kb/notes/sources.yml").read_text()
+    assert text.startswith("# my research notes\nkind: research  # as found\n")
+    assert "# the first one" in text
+    assert text.index("id: b") < text.index("id: a") < text.index("id: c")
+    assert kbuild(tmp_path, "add", "notes", "c.md", "--id", "c").exit_code == 2  # listed twice
+    assert ".kbuild/" in (tmp_path / ".gitignore").read_text()
+
+
+def test_the_repositorys_own_knowledge_base_builds(tmp_path):
+    """Kbuildfile.py at the root builds kbuild's README and docs with the offline backend."""
+    for name in ["Kbuildfile.py", "README.md"]:
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    (tmp_path / "kb/kbuild").mkdir(parents=True)
+    shutil.copy(REPO / "kb/kbuild/sources.yml", tmp_path / "kb/kbuild/sources.yml")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "kb/kbuild/facts/readme/index.md").exists()
+    assert_all_links_resolve(tmp_path)
