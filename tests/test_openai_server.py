@@ -1,0 +1,248 @@
+"""The scripted OpenAI server works with the real `openai` client, over real sockets."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import openai
+import pytest
+
+from openai_server import Fault, Reply, ScriptedServer
+
+MESSAGES = [
+    {"role": "system", "content": "You answer in JSON."},
+    {"role": "user", "content": "hello there"},
+]
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as s:
+        yield s
+
+
+def sync_client(server: ScriptedServer, **kwargs) -> openai.OpenAI:
+    kwargs.setdefault("max_retries", 0)
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", **kwargs)
+
+
+def async_client(server: ScriptedServer, **kwargs) -> openai.AsyncOpenAI:
+    kwargs.setdefault("max_retries", 0)
+    return openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="test", **kwargs)
+
+
+def ask(client: openai.OpenAI, **kwargs):
+    return client.chat.completions.create(model=kwargs.pop("model", "gpt-test"), messages=MESSAGES, **kwargs)
+
+
+def test_default_reply_echoes_the_last_user_message_as_json(server):
+    with sync_client(server) as client:
+        response = ask(client)
+    assert response.id == "chatcmpl-1"
+    assert response.object == "chat.completion"
+    assert response.model == "gpt-test"
+    assert isinstance(response.created, int)
+    choice = response.choices[0]
+    assert choice.message.role == "assistant"
+    assert json.loads(choice.message.content) == {"echo": "hello there"}
+    assert choice.finish_reason == "stop"
+    assert choice.logprobs is None
+    # Default counts: words in all messages (4 + 2), words in the content ('{"echo":', '"hello', 'there"}').
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens, response.usage.total_tokens) == (6, 3, 9)
+    assert server.requests == [{"model": "gpt-test", "messages": MESSAGES}]
+    assert server.errors == []
+
+
+def test_scripted_reply_sets_content_usage_and_finish_reason():
+    seen = []
+
+    def reply(request):
+        seen.append(request["messages"][-1]["content"])
+        return Reply("three little words", prompt_tokens=7, finish_reason="length")
+
+    with ScriptedServer(reply, model="served") as server, sync_client(server) as client:
+        response = client.chat.completions.create(model="", messages=MESSAGES)
+        assert response.choices[0].message.content == "three little words"
+        assert response.choices[0].finish_reason == "length"
+        assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (7, 3)
+        assert response.usage.total_tokens == 10
+        assert response.model == "served"  # no model in the request: the server's
+        assert [m.id for m in client.models.list()] == ["served"]
+        assert seen == ["hello there"]
+
+
+def test_a_plain_string_reply_and_a_failing_reply_callable():
+    replies = iter(["plain"])
+
+    with ScriptedServer(lambda request: next(replies)) as server, sync_client(server) as client:
+        assert ask(client).choices[0].message.content == "plain"
+        with pytest.raises(openai.InternalServerError, match="StopIteration"):
+            ask(client)
+        assert [type(e) for e in server.errors] == [StopIteration]
+
+
+def test_logprobs_come_back_in_the_openai_format():
+    logprobs = [("Hel", -0.25, {"Hel": -0.25, "Hi": -1.5}), ("lo", -0.01, {"lo": -0.01, "p": -4.0})]
+    with ScriptedServer(lambda request: Reply("Hello", logprobs=logprobs)) as server, sync_client(server) as client:
+        response = ask(client, logprobs=True, top_logprobs=2)
+    content = response.choices[0].logprobs.content
+    assert [(t.token, t.logprob, t.bytes) for t in content] == [("Hel", -0.25, [72, 101, 108]), ("lo", -0.01, [108, 111])]
+    assert [(t.token, t.logprob) for t in content[0].top_logprobs] == [("Hel", -0.25), ("Hi", -1.5)]
+    assert content[1].top_logprobs[1].bytes == [112]
+    assert server.requests[0]["logprobs"] is True and server.requests[0]["top_logprobs"] == 2
+
+
+JSON_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {"name": "answer", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}},
+}
+
+
+def test_a_server_without_structured_outputs_refuses_json_schema_only():
+    with ScriptedServer(json_schema=False) as server, sync_client(server) as client:
+        with pytest.raises(openai.BadRequestError) as caught:
+            ask(client, response_format=JSON_SCHEMA)
+        assert caught.value.status_code == 400
+        assert caught.value.body == {
+            "message": "response_format json_schema is not supported",
+            "type": "invalid_request_error",
+            "param": "response_format",
+            "code": None,
+        }
+        assert ask(client, response_format={"type": "json_object"}).choices[0].message.content
+        assert ask(client).choices[0].message.content
+        assert len(server.requests) == 3
+
+
+def test_a_server_with_structured_outputs_answers_json_schema(server):
+    with sync_client(server) as client:
+        response = ask(client, response_format=JSON_SCHEMA)
+    assert json.loads(response.choices[0].message.content) == {"echo": "hello there"}
+    assert server.requests[0]["response_format"] == JSON_SCHEMA
+
+
+# What the client raises for each fault when it does not retry (max_retries=0). invalid_json is
+# not an openai exception at all: the JSON decoder's error escapes from create().
+FAULTS = [
+    (Fault("429", retry_after=2), openai.RateLimitError),
+    (Fault("500"), openai.InternalServerError),
+    (Fault("502"), openai.InternalServerError),
+    (Fault("503"), openai.InternalServerError),
+    (Fault("reset"), openai.APIConnectionError),
+    (Fault("timeout", delay=1.0), openai.APITimeoutError),
+    (Fault("truncated"), openai.APIConnectionError),
+    (Fault("invalid_json"), json.JSONDecodeError),
+]
+
+
+@pytest.mark.parametrize("fault, error", FAULTS, ids=[f.kind for f, _ in FAULTS])
+def test_each_fault_is_the_right_client_exception(server, fault, error, capfd):
+    with sync_client(server, timeout=0.5) as client:
+        ask(client)  # a kept-alive connection first: faults must work on a reused one too
+        server.fail_next(fault)
+        with pytest.raises(error) as caught:
+            ask(client)
+        assert type(caught.value) is error or (error is openai.InternalServerError)
+        response = ask(client)  # normal replies resume
+    assert response.choices[0].message.content
+    assert len(server.requests) == 3 and server.pending_faults == 0
+    if fault.kind in {"429", "500", "502", "503"}:
+        assert caught.value.status_code == int(fault.kind)
+        assert isinstance(caught.value, openai.APIStatusError)
+        assert caught.value.body["type"] in {"requests", "server_error"}
+    if fault.kind == "429":
+        assert caught.value.response.headers["retry-after"] == "2"
+    if fault.kind == "invalid_json":
+        assert not isinstance(caught.value, openai.OpenAIError)
+    assert capfd.readouterr().err == ""  # quiet, even when the client has gone away
+
+
+@pytest.mark.parametrize("fault, error", FAULTS, ids=[f.kind for f, _ in FAULTS])
+def test_each_fault_is_the_right_exception_for_the_async_client(server, fault, error):
+    async def main():
+        async with async_client(server, timeout=0.5) as client:
+            with pytest.raises(error):
+                await client.chat.completions.create(model="m", messages=MESSAGES)
+
+    server.fail_next(fault)  # on a fresh connection this time
+    asyncio.run(main())
+    assert len(server.requests) == 1
+
+
+def test_the_empty_fault_is_an_empty_reply_not_an_error(server):
+    server.fail_next("empty")
+    with sync_client(server) as client:
+        response = ask(client)
+    assert response.choices[0].message.content == ""
+    assert response.choices[0].finish_reason == "stop"
+    assert response.usage.completion_tokens == 0
+
+
+def test_fail_next_is_consumed_in_order_then_replies_resume(server):
+    server.fail_next(Fault("503"), Fault("429"))
+    server.fail_next("reset")  # calls add to the queue
+    with sync_client(server) as client:
+        for error in (openai.InternalServerError, openai.RateLimitError, openai.APIConnectionError):
+            with pytest.raises(error):
+                ask(client)
+        assert ask(client).id == "chatcmpl-4"
+    assert len(server.requests) == 4
+
+
+def test_the_client_retries_after_the_servers_retry_after(server):
+    server.fail_next(Fault("429", retry_after=0.05), Fault("429", retry_after=0.05))
+    start = time.monotonic()
+    with sync_client(server, max_retries=2) as client:
+        response = ask(client)
+    assert time.monotonic() - start < 1  # it waited Retry-After, not its own 0.5 s+ backoff
+    assert response.id == "chatcmpl-3" and len(server.requests) == 3
+
+
+def test_max_in_flight_counts_concurrent_requests():
+    async def main(server):
+        async with async_client(server) as client:
+            return await asyncio.gather(*(
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
+                for i in range(3)
+            ))
+
+    with ScriptedServer(lambda request: Reply("slow", delay=0.3)) as server:
+        start = time.monotonic()
+        responses = asyncio.run(main(server))
+        assert time.monotonic() - start < 0.85  # concurrent, not 3 x 0.3 s
+        assert server.max_in_flight == 3
+        assert sorted(r.id for r in responses) == ["chatcmpl-1", "chatcmpl-2", "chatcmpl-3"]
+        assert sorted(r["messages"][0]["content"] for r in server.requests) == ["q0", "q1", "q2"]
+        assert server.in_flight == 0
+
+
+def test_close_does_not_wait_for_a_sleeping_request():
+    server = ScriptedServer(lambda request: Reply("never", delay=30))
+    outcome = []
+
+    def call():
+        with sync_client(server, timeout=10) as client:
+            try:
+                ask(client)
+            except openai.APIConnectionError as exc:
+                outcome.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while server.in_flight == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.in_flight == 1
+    start = time.monotonic()
+    server.close()
+    assert time.monotonic() - start < 1
+    thread.join(5)
+    assert [type(e) for e in outcome] == [openai.APIConnectionError]
+    server.close()  # idempotent
+
+
+def test_unknown_fault_kinds_are_refused():
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        Fault("418")  # type: ignore[arg-type]
