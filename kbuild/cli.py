@@ -184,6 +184,76 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
 
 
+def _project_sources(session: Session, project: str) -> Path:
+    from .store.layout import BadId, check_id
+
+    spec, _ = session.load()
+    kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+    if kb is None:
+        fail(f"{spec.path} defines no knowledge base (kb = knowledge_base(...)); see `kbuild init`", code=2)
+    try:
+        check_id("project", project)
+    except BadId as exc:
+        fail(str(exc), code=2)
+    file = spec.root / kb.store.sources_file(project)
+    if not file.exists():
+        fail(f"{file} does not exist; `kbuild add {project} PATH` starts the project", code=2)
+    return file
+
+
+def _add_request(file: Path, make: Any) -> None:
+    from pydantic import ValidationError
+
+    from .store.sources import SourcesError
+    from .store.sources import add as add_entry
+
+    try:
+        add_entry(file, make())
+    except SourcesError as exc:
+        fail(str(exc), code=2)
+    except ValidationError as exc:
+        fail(exc.errors()[0]["msg"].removeprefix("Value error, "), code=2)
+
+
+@main.group()
+def view() -> None:
+    """Views written on request (one feature, use case or question)."""
+
+
+@view.command("add")
+@click.argument("project")
+@click.argument("name")
+@click.option("--about", required=True, help="What the view is about: a feature, a use case or a question.")
+@click.option("--across", multiple=True, help="Another project whose facts the view may draw on (repeatable).")
+@click.pass_obj
+def view_add(session: Session, project: str, name: str, about: str, across: tuple[str, ...]) -> None:
+    """Ask for a view NAME of PROJECT; the next build writes artifacts/views/NAME.md."""
+    from .store.sources import ViewRequest
+
+    file = _project_sources(session, project)
+    _add_request(file, lambda: ViewRequest(name=name, about=about, across=list(across)))
+    click.echo(f"added view {name} to {file.name} of {project}; run `kbuild` to write it")
+
+
+@main.group()
+def spec() -> None:
+    """Specs: what a coding agent implements, written from a view."""
+
+
+@spec.command("add")
+@click.argument("project")
+@click.argument("feature")
+@click.option("--view", "view_name", required=True, help="The view the spec is written from.")
+@click.pass_obj
+def spec_add(session: Session, project: str, feature: str, view_name: str) -> None:
+    """Ask for a spec FEATURE of PROJECT from a view; the next build writes artifacts/specs/FEATURE.md."""
+    from .store.sources import SpecRequest
+
+    file = _project_sources(session, project)
+    _add_request(file, lambda: SpecRequest(name=feature, view=view_name))
+    click.echo(f"added spec {feature} (from view {view_name}) to {file.name} of {project}; run `kbuild` to write it")
+
+
 @main.command()
 @click.option("-n", "--limit", default=20, show_default=True, help="How many calls, newest last.")
 @click.option("--query", "query", help="Only calls made for queries whose id contains this.")

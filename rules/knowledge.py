@@ -22,7 +22,10 @@ from kbuild import slicing
 from kbuild.slicing import Chunk, chunk_texts, slice_text
 from kbuild.store.fetch import fetch_urls, meta_yml
 from kbuild.store.layout import Store, link, slugify
+from kbuild.store import sources as sources_module
 from kbuild.store.sources import Source, SourcesError, parse, resolve_path
+
+from .artifacts import make_artifact_rules
 
 INDEX_LINES = 150  # an index longer than this gets another level instead of growing
 PREVIOUS_CHARS = 1200  # how much of the chunk before a model sees, for references to resolve
@@ -118,7 +121,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
     store, backend = kb.store, kb.backend
     label = backend.label
 
-    @rule
+    @rule(uses=(sources_module,))
     async def listing(ctx, project):
         path = store.sources_file(project)
         try:
@@ -256,7 +259,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         original = store.original(project, source, Path(doc["original"]).suffix)
         where = f"Source: [{doc['original']}]({link(page_path, original)}){_pages_phrase(place['pages'])}. "
         where += f"[text.md](text.md) lines {place['start']} to {place['end']}."
-        page = f"{where}\n\n## Original\n\n{c['text']}\n## Rewritten\n\n{rewritten.strip()}\n\n_Rewritten: {label}._\n"
+        page = (f"{where}\n\n## Original\n\n{c['text']}\n## Rewritten\n\n{rewritten.strip()}\n\n"
+                f"_Rewritten: {label}._ Up: [{doc['title']}](index.md)\n")
         ctx.write(page_path, page)
         return {"path": page_path, "hash": hash_bytes(page.encode())}
 
@@ -291,7 +295,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             links.append("- [pages/](pages/index.md): each page as an image")
         if doc["figures"]:
             links.append("- [figures/](figures/index.md): tables and figures cut from the pages")
-        head = (f"# {doc['title']}\n\n{summary}\n\n_Summaries: {label}._\n\n"
+        head = (f"# {doc['title']}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
+                f"{summary}\n\n_Summaries: {label}._\n\n"
                 + "\n".join(links) + "\n\n## Facts, in source order\n\n")
         if len(entries) <= INDEX_LINES:
             ctx.write(store.source_index(project, source), head + "\n".join(e for _, e in entries) + "\n")
@@ -315,6 +320,9 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         summaries = [f"{i['title']}: {i['summary']}" for i in indexes if not isinstance(i, QueryFailed)]
         return await backend.abstract(ctx, listed["title"] or project, summaries)
 
+    artifact_rules = make_artifact_rules(kb, {"listing": listing, "chunks": chunks, "chunk": chunk})
+    artifacts_rule = next(r for r in artifact_rules if r.name == "artifacts")
+
     @rule(version=1)
     async def project_index(ctx, project):
         listed = await ctx.query(listing(project))
@@ -323,6 +331,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         raws = await ctx.query_all([raw(project, s) for s in ids], return_failures=True)
         indexes = await ctx.query_all([source_index(project, s) for s in ids], return_failures=True)
         summary = await ctx.query(abstract(project))
+        made = (await ctx.query_all([artifacts_rule(project)], return_failures=True))[0]
         title = listed["title"] or project
         base = store.project(project)
         raw_lines, fact_lines, source_lines = [], [], []
@@ -337,19 +346,18 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             source_lines.append(f"- [{i['title']}](facts/{sid}/index.md) ({sid}): {i['summary']}")
         kind = "research project (sources arrive as found; no specs)" if listed["kind"] == "research" else "project"
         ctx.write(f"{base}/index.md", (
-            f"# {title}\n\n{summary}\n\n_A {kind}. Summaries: {label}._\n\n"
+            f"# {title}\n\nUp: [all projects](../index.md)\n\n{summary}\n\n_A {kind}. Summaries: {label}._\n\n"
             f"## Sources\n\n" + ("\n".join(source_lines) or "No sources yet: `kbuild add " + project + " PATH`.")
             + "\n\n## Folders\n\n"
             "- [raw/](raw/index.md): each source exactly as fetched, never edited\n"
             "- [facts/](facts/index.md): each source as text, cut into facts, each with its summary\n"
-            "- [artifacts/](artifacts/index.md): views and specs written from the facts\n"
+            + (f"- [artifacts/](artifacts/index.md): {made['views']} views and {made['specs']} specs written from the facts\n"
+               if not isinstance(made, QueryFailed) else "- artifacts/: not built; run `kbuild` to see why\n") +
             "- [sources.yml](sources.yml): the list of sources, written by people\n"))
-        ctx.write(f"{base}/raw/index.md", f"# Raw sources of {title}\n\nEach source exactly as fetched, "
+        ctx.write(f"{base}/raw/index.md", f"# Raw sources of {title}\n\nUp: [{project}](../index.md)\n\nEach source exactly as fetched, "
                   "never edited, with where it came from.\n\n" + "\n".join(raw_lines) + "\n")
-        ctx.write(f"{base}/facts/index.md", f"# Facts of {title}\n\nOne folder per source: its text, its "
+        ctx.write(f"{base}/facts/index.md", f"# Facts of {title}\n\nUp: [{project}](../index.md)\n\nOne folder per source: its text, its "
                   "facts and their summaries.\n\n" + "\n".join(fact_lines) + "\n")
-        ctx.write(store.artifacts_index(project), f"# Artifacts of {title}\n\nViews and specs written from "
-                  "the facts are listed here. There are none yet.\n")
         return {"title": title, "abstract": summary, "kind": listed["kind"], "sources": len(fact_lines)}
 
     @rule(version=1)
@@ -366,4 +374,4 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return len(projects)
 
     return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, rewrite, fact, chunk_summary, source_summary,
-            source_index, abstract, project_index, root_index]
+            source_index, abstract, project_index, root_index, *artifact_rules]

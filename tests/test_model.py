@@ -41,7 +41,8 @@ A daily report lists every payment and refund. It is sent at 06:00 UTC to the fi
 
 def answer(request: dict) -> Reply:
     """Valid JSON for whichever schema was asked: the keys of every task's schema."""
-    return Reply(json.dumps({"text": "A rewrite.", "summary": "A summary.", "abstract": "An abstract."}),
+    return Reply(json.dumps({"text": "A rewrite.", "summary": "A summary.", "abstract": "An abstract.",
+                             "statements": [{"text": "A statement.", "cites": [1]}], "requirements": []}),
                  prompt_tokens=100, completion_tokens=10)
 
 
@@ -71,9 +72,11 @@ def test_structured_calls_are_cached_and_accounted(tmp_path):
         code, first = report(root)
         assert code == 0, first
         calls = len(server.requests)
-        assert calls >= 5  # rewrites and summaries of 3 chunks, a source summary, an abstract
+        assert calls >= 8  # rewrites and summaries of 3 chunks, a source summary, an abstract, view sections
         assert all(r["response_format"]["type"] == "json_schema" for r in server.requests)
         assert all("<source>" in r["messages"][1]["content"] for r in server.requests)
+        view = (root / "kb/pay/artifacts/views/digest.md").read_text()
+        assert "- A statement. ([" in view  # the model cites by number; the link is code's
         assert first["counters"]["tokens in"] == 100 * calls
         assert first["counters"]["tokens out"] == 10 * calls
         assert math.isclose(first["counters"]["cost USD"], calls * (100 * 1.0 + 10 * 2.0) / 1e6)
@@ -90,7 +93,7 @@ def test_structured_calls_are_cached_and_accounted(tmp_path):
         assert code == 0 and len(server.requests) == calls and fourth["cache_hits"] == calls
         logs = kbuild(root, "logs", "-n", "100").output
         assert logs.count("rewrite") >= 3 and " cache " in logs
-        assert "An abstract." in kbuild(root, "logs", "-n", "1", "--full").output
+        assert "A statement." in kbuild(root, "logs", "-n", "1", "--full").output
 
 
 def test_a_server_without_json_schema_gets_json_mode(tmp_path):

@@ -1,7 +1,8 @@
 """Model backends: what the rules ask of a model, and who answers.
 
-A backend answers five questions (rewrite a chunk, summarise a chunk, summarise a source, write
-a project's abstract, put a table or figure into words). `params(task)` and the backend's `code` go into the fingerprint of the rule that asks, so
+A backend answers the questions of the rules: rewrite a chunk, summarise a chunk, summarise a
+source, write a project's abstract, put a table or figure into words, write a section of a view
+(statements citing facts) and a spec (requirements citing statements). `params(task)` and the backend's `code` go into the fingerprint of the rule that asks, so
 that switching backend or model, or changing the backend's code, makes exactly those pages stale.
 """
 from __future__ import annotations
@@ -33,6 +34,11 @@ class Backend(Protocol):
     async def summarise_source(self, ctx: Any, title: str, summaries: list[str]) -> str: ...
 
     async def abstract(self, ctx: Any, title: str, summaries: list[str]) -> str: ...
+
+    async def write_section(self, ctx: Any, kind: str, about: str, title: str,
+                            facts: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+    async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
 
 
 __all__ = ["Backend", "ModelSettings", "OfflineBackend", "choose_backend"]

@@ -164,6 +164,51 @@ def summarise(text: str, sentences: int = 2) -> str:
     return " ".join(central_sentences(text, sentences)) or "(no text)"
 
 
+CUES = {
+    "user": re.compile(r"\b(you|your|users?|run|runs|command|option|flag|prints?|shows?|returns?|exit|error|"
+                       r"install|configur\w*|example|usage|can|must|should|may|limit|default)\b", re.I),
+    "developer": re.compile(r"\b(module|function|class|method|rule|engine|implement\w*|internal\w*|algorithm|"
+                            r"query|queries|hash\w*|cache|database|sqlite|graph|schema|api|architecture|code|"
+                            r"thread|async\w*|process|file format|lock)\b", re.I),
+    "agreements": re.compile(r"\b(agree\w*|disagree\w*|however|but|unlike|whereas|in contrast|instead|rejected|"
+                             r"open question|open issue|unclear|unresolved|tbd|to be decided|controvers\w*|"
+                             r"alternative\w*|objection\w*|consensus)\b|\?", re.I),
+}
+PER_SECTION = {"digest": 4, "user": 8, "developer": 8, "agreements": 8, "requested": 8}
+NORMATIVE = re.compile(r"\b(MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED)\b|\b(must|shall|required)\b")
+
+
+def select_statements(kind: str, facts: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Sentences of the facts for one section of a view, each citing its fact, in fact order.
+
+    A digest takes the most central sentences; user, developer and agreements views the
+    sentences with the most cue words; a requested view the ranked hits it was given.
+    """
+    rows = [(i, f["ref"], str(sentence)) for i, f in enumerate(facts)
+            for sentence in f["sentences"] if len(_terms(str(sentence))) >= 3]  # type: ignore[union-attr]
+    limit = PER_SECTION.get(kind, 8)
+    if kind == "requested":
+        chosen = rows[:limit]
+    elif kind == "digest":
+        frequency = Counter(t for _, _, s in rows for t in set(_terms(s)))
+        ranked = sorted(range(len(rows)), key=lambda k: (-sum(frequency[t] for t in set(_terms(rows[k][2])))
+                                                          / math.sqrt(len(_terms(rows[k][2]))), k))
+        chosen = [rows[k] for k in sorted(ranked[:limit])]
+    else:
+        cue = CUES[kind]
+        scored = [(len(cue.findall(s)), k) for k, (_, _, s) in enumerate(rows)]
+        best = sorted((k for n, k in scored if n > 0), key=lambda k: (-scored[k][0], k))[:limit]
+        chosen = [rows[k] for k in sorted(best)]
+    return [{"text": " ".join(s.split()[:60]), "cites": [ref]} for _, ref, s in chosen]
+
+
+def select_requirements(statements: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The normative statements of a view (SHALL, MUST, SHOULD, MAY, "required"), as requirements."""
+    return [{"statement": st["text"], "cites": st["cites"],
+             "acceptance": f"a review or test shows that this holds as stated: \"{st['text']}\""}
+            for st in statements if NORMATIVE.search(str(st["text"]))]
+
+
 class OfflineBackend:
     """What the rules ask of a model, answered by the functions above."""
 
@@ -193,6 +238,13 @@ class OfflineBackend:
 
     async def summarise_source(self, ctx: object, title: str, summaries: list[str]) -> str:
         return summarise("\n\n".join(summaries), 2)
+
+    async def write_section(self, ctx: object, kind: str, about: str, title: str,
+                            facts: list[dict[str, object]]) -> list[dict[str, object]]:
+        return select_statements(kind, facts)
+
+    async def write_spec(self, ctx: object, name: str, statements: list[dict[str, object]]) -> list[dict[str, object]]:
+        return select_requirements(statements)
 
     async def abstract(self, ctx: object, title: str, summaries: list[str]) -> str:
         return summarise("\n\n".join(summaries), 2)

@@ -32,7 +32,7 @@ MALFORMED_BODY_RETRIES = 2
 
 
 TEMPLATES = {"rewrite": "rewrite.md", "chunk summary": "chunk-summary.md", "source summary": "source-summary.md",
-             "abstract": "abstract.md", "figure": "figure.md"}
+             "abstract": "abstract.md", "figure": "figure.md", "view": "view.md", "spec": "spec.md"}
 
 
 class Rewrite(BaseModel):
@@ -53,6 +53,25 @@ class Abstract(BaseModel):
 
 class FigureText(BaseModel):
     text: str
+
+
+class Statement(BaseModel):
+    text: str
+    cites: list[int]
+
+
+class Section(BaseModel):
+    statements: list[Statement]
+
+
+class Requirement(BaseModel):
+    statement: str
+    acceptance: str
+    cites: list[int]
+
+
+class Spec(BaseModel):
+    requirements: list[Requirement]
 
 
 def prompt_path(name: str) -> Path:
@@ -136,6 +155,26 @@ class OpenAIBackend:
             {"role": "user", "content": [{"type": "text", "text": user}, {"type": "image_url", "image_url": {"url": image}}]},
         ]
         return (await self.structured(ctx, "figure", messages, FigureText)).text
+
+    async def write_section(self, ctx: Any, kind: str, about: str, title: str,
+                            facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Statements for one section of a view; the model cites facts by number, code maps them."""
+        if not facts:
+            return []
+        numbered = "\n\n".join(f"[{n}] " + " ".join(f["sentences"]) for n, f in enumerate(facts, start=1))
+        reply = await self.ask(ctx, "view", "view.md", Section, kind=kind, about=about, title=title,
+                               facts=untrusted(numbered))
+        refs = {n: f["ref"] for n, f in enumerate(facts, start=1)}
+        return [{"text": st.text, "cites": [refs[c] for c in st.cites if c in refs]} for st in reply.statements]
+
+    async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not statements:
+            return []
+        numbered = "\n".join(f"[{n}] {st['text']}" for n, st in enumerate(statements, start=1))
+        reply = await self.ask(ctx, "spec", "spec.md", Spec, name=name, statements=untrusted(numbered))
+        cites = {n: st["cites"] for n, st in enumerate(statements, start=1)}
+        return [{"statement": r.statement, "acceptance": r.acceptance,
+                 "cites": [ref for c in r.cites if c in cites for ref in cites[c]]} for r in reply.requirements]
 
     # -- one structured call, cached -------------------------------------------------------
 

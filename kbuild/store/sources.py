@@ -73,12 +73,55 @@ class Source(BaseModel):
         return ext if ext and len(ext) <= 10 and ext[1:].isalnum() else ".bin"
 
 
+DEFAULT_VIEWS = {"docs": ("digest", "user", "developer"), "research": ("digest", "agreements")}
+RESERVED_NAMES = {"digest", "user", "developer", "agreements", "index"}
+
+
+class ViewRequest(BaseModel):
+    """A view written on request: one feature, use case or question, drawn from every source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    about: str
+    across: list[str] = []  # other projects whose facts the view may draw on
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        check_id("view", value)
+        if value in RESERVED_NAMES:
+            raise ValueError(f"view name {value!r} is taken by a default view; choose another")
+        return value
+
+    @field_validator("across")
+    @classmethod
+    def _across(cls, value: list[str]) -> list[str]:
+        return [check_id("project", p) for p in value]
+
+
+class SpecRequest(BaseModel):
+    """A spec: what a coding agent implements, written from a view."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    view: str
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_id("spec", value)
+
+
 class Project(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["docs", "research"] = "docs"
     title: str | None = None
     sources: list[Any] = []
+    views: list[Any] = []
+    specs: list[Any] = []
 
 
 class Listing(BaseModel):
@@ -87,6 +130,8 @@ class Listing(BaseModel):
     kind: Literal["docs", "research"]
     title: str | None
     sources: list[Source]
+    views: list[ViewRequest] = []
+    specs: list[SpecRequest] = []
     problems: list[str]
 
 
@@ -133,7 +178,28 @@ def parse(data: bytes, where: str) -> Listing:
             continue
         seen.add(source.id)
         sources.append(source)
-    return Listing(kind=project.kind, title=project.title, sources=sources, problems=problems)
+    views: list[ViewRequest] = []
+    for n, entry in enumerate(project.views, start=1):
+        try:
+            views.append(ViewRequest.model_validate(dict(entry) if isinstance(entry, dict) else entry))
+        except ValidationError as exc:
+            problems.append(f"{where}: view #{n}: {_one_line(exc)}")
+    specs: list[SpecRequest] = []
+    for n, entry in enumerate(project.specs, start=1):
+        try:
+            spec = SpecRequest.model_validate(dict(entry) if isinstance(entry, dict) else entry)
+        except ValidationError as exc:
+            problems.append(f"{where}: spec #{n}: {_one_line(exc)}")
+            continue
+        if project.kind == "research":
+            problems.append(f"{where}: spec {spec.name!r}: a research project has no specs; move it to a docs project")
+        elif spec.view not in {v.name for v in views} | set(DEFAULT_VIEWS["docs"]):
+            problems.append(f"{where}: spec {spec.name!r} is written from view {spec.view!r}, which is not requested; "
+                            f"add it with `kbuild view add`")
+        else:
+            specs.append(spec)
+    return Listing(kind=project.kind, title=project.title, sources=sources, views=views, specs=specs,
+                   problems=problems)
 
 
 def resolve_path(root: Path, path: str) -> Path:
@@ -146,6 +212,12 @@ def resolve_path(root: Path, path: str) -> Path:
     return full
 
 
+def _dump(yaml: YAML, doc: Any) -> str:
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
 NEW_PROJECT = """\
 # Sources of this project. kbuild reads this file and never rewrites what you wrote:
 # `kbuild add` appends entries and keeps your comments and order.
@@ -154,21 +226,26 @@ sources: []
 """
 
 
-def add(file: Path, source: Source) -> None:
-    """Append a source to sources.yml (creating it), keeping a person's comments and order."""
+def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
+    """Append a source, view or spec request to sources.yml (creating it), keeping a person's
+    comments and order."""
     yaml = _yaml()
     text = file.read_text("utf-8") if file.exists() else NEW_PROJECT
     parse(text.encode(), str(file))  # refuse to write into a file that is already broken
     doc = yaml.load(text)
-    entries = doc.get("sources")
+    section, key = {Source: ("sources", "id"), ViewRequest: ("views", "name"), SpecRequest: ("specs", "name")}[type(source)]
+    entries = doc.get(section)
     if not isinstance(entries, CommentedSeq):
         entries = CommentedSeq(entries or [])
         entries.fa.set_block_style()
-        doc["sources"] = entries
-    if any(isinstance(e, dict) and e.get("id") == source.id for e in entries):
-        raise SourcesError(f"{file} already lists a source with id {source.id!r}; choose another with --id")
-    entry = CommentedMap(source.model_dump(exclude_none=True))
-    entries.append(entry)
+        doc[section] = entries
+    value = getattr(source, key)
+    if any(isinstance(e, dict) and e.get(key) == value for e in entries):
+        raise SourcesError(f"{file} already lists {section[:-1]} {value!r}; choose another name")
+    entries.append(CommentedMap(source.model_dump(exclude_none=True, exclude_defaults=isinstance(source, ViewRequest))))
+    problems = parse(_dump(yaml, doc).encode(), str(file)).problems
+    if problems:
+        raise SourcesError(problems[-1])
     out = io.StringIO()
     yaml.dump(doc, out)
     file.parent.mkdir(parents=True, exist_ok=True)

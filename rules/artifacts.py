@@ -1,0 +1,207 @@
+"""Views and specs: what a person reads and what a coding agent implements.
+
+A view is built from sections, one per source it draws on, each its own query reading exactly
+the facts of that source: when one fact changes, only the section citing it is written again and
+the rest of the page stays byte for byte. Every statement cites the fact it came from; the links
+are computed here from fact ids, never taken from a model.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import snowballstemmer
+from rank_bm25 import BM25Okapi
+
+from kbuild.checks.grounding import unsupported
+from kbuild.engine import Problem, QueryFailed, Rule, rule
+from kbuild.model.offline import clean
+from kbuild.slicing import split_sentences
+from kbuild.store.layout import link
+from kbuild.store.sources import DEFAULT_VIEWS
+
+VIEW_PURPOSE = {
+    "digest": "What the project is and does, for anyone",
+    "user": "How the system behaves, for someone who uses it",
+    "developer": "How it is built, for someone who changes it",
+    "agreements": "Where the sources agree, where they disagree, and the open questions",
+}
+HITS_PER_SOURCE = 8
+WORD = re.compile(r"[a-z0-9]+")
+
+
+LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
+
+
+def _sentences(span: str) -> list[str]:
+    """Whole statements of a fact's prose: no list markers, no lead-ins to a block that is not there."""
+    found = (LIST_MARK.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
+    return [s for s in found if not s.endswith(":")]
+
+
+STEM = snowballstemmer.stemmer("english")
+
+
+def tokens(text: str) -> list[str]:
+    """Words as BM25 compares them: stemmed, so a request for "refund requests" finds "refunds
+    must be requested"."""
+    return STEM.stemWords(WORD.findall(text.lower()))
+
+
+def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
+    store, backend = kb.store, kb.backend
+    listing, chunks, chunk = r["listing"], r["chunks"], r["chunk"]
+
+    def views_dir(project: str) -> str:
+        return f"{store.project(project)}/artifacts/views"
+
+    def specs_dir(project: str) -> str:
+        return f"{store.project(project)}/artifacts/specs"
+
+    @rule(version=1, uses=(_sentences,))
+    async def fact_sentences(ctx, project, source):
+        """The prose sentences of each fact of a source, which views select and cite."""
+        doc = await ctx.query(chunks(project, source))
+        texts = await ctx.query_all([chunk(project, source, c["slug"]) for c in doc["chunks"]])
+        return {"title": doc["title"],
+                "facts": [{"ref": f"{source}/{c['slug']}", "sentences": _sentences(t["text"])}
+                          for c, t in zip(doc["chunks"], texts)]}
+
+    @rule(params=backend.params("view"), uses=backend.code, prompts=backend.prompts("view"))
+    async def view_section(ctx, project, view, origin, source):
+        """One section of a view: what the facts of one source say to it."""
+        listed = await ctx.query(listing(project))
+        request = next((v for v in listed["views"] if v["name"] == view), None)
+        if request is not None:  # a requested view: the facts the ranking found
+            hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
+            facts = [{"ref": h["ref"], "sentences": [h["sentence"]]} for h in hits]
+            about, kind = request["about"], "requested"
+            title = (await ctx.query(fact_sentences(origin, source)))["title"]
+        else:
+            found = await ctx.query(fact_sentences(origin, source))
+            facts, about, kind, title = found["facts"], VIEW_PURPOSE[view], view, found["title"]
+        statements = await backend.write_section(ctx, kind, about, title, facts)
+        known = {f["ref"] for f in facts}
+        kept = [s for s in statements if s["cites"] and set(s["cites"]) <= known]
+        if len(kept) < len(statements):
+            ctx.warn(f"{project}/{view}: left out {len(statements) - len(kept)} statements whose citations "
+                     "name no fact of this section")
+        return {"origin": origin, "source": source, "title": title, "statements": kept}
+
+    @rule(version=1, uses=(tokens,))
+    async def view_hits(ctx, project, view):
+        """The facts a requested view draws on: a BM25 ranking of every sentence against the request."""
+        listed = await ctx.query(listing(project))
+        request = next(v for v in listed["views"] if v["name"] == view)
+        origins = [(project, s["id"]) for s in listed["sources"]]
+        for other in request["across"]:
+            other_listing = await ctx.query(listing(other))
+            origins += [(other, s["id"]) for s in other_listing["sources"]]
+        found = await ctx.query_all([fact_sentences(p, s) for p, s in origins], return_failures=True)
+        rows = [(p, s, f["ref"], sentence) for (p, s), doc in zip(origins, found) if not isinstance(doc, QueryFailed)
+                for f in doc["facts"] for sentence in f["sentences"]]
+        query = tokens(request["about"])
+        hits: dict[str, list[dict[str, Any]]] = {}
+        if rows and query:
+            scores = BM25Okapi([tokens(row[3]) or ["_"] for row in rows]).get_scores(query)
+            best = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
+            for i in best:
+                if scores[i] <= 0 or not set(query) & set(tokens(rows[i][3])):
+                    break
+                p, s, ref, sentence = rows[i]
+                bucket = hits.setdefault(f"{p}/{s}", [])
+                if len(bucket) < HITS_PER_SOURCE:
+                    bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
+        return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
+
+    @rule(version=1)
+    async def view_page(ctx, project, view):
+        listed = await ctx.query(listing(project))
+        request = next((v for v in listed["views"] if v["name"] == view), None)
+        if request is not None:
+            ranked = await ctx.query(view_hits(project, view))
+            keys = [k for k in ranked["origins"] if k in ranked["hits"]]
+            origins = [tuple(k.split("/", 1)) for k in keys]
+            purpose = f"On request: {request['about']}"
+        else:
+            origins = [(project, s["id"]) for s in listed["sources"]]
+            purpose = VIEW_PURPOSE[view]
+        sections = await ctx.query_all([view_section(project, view, p, s) for p, s in origins], return_failures=True)
+        path = f"{views_dir(project)}/{view}.md"
+        body = [f"# {view.replace('-', ' ').capitalize()} view of {listed['title'] or project}\n",
+                f"_{purpose}. Every statement cites the fact it comes from. Statements: {backend.label}._\n",
+                f"Up: [views](index.md) · [{project}](../../index.md)\n"]
+        summary = ""
+        for section in sections:
+            if isinstance(section, QueryFailed) or not section["statements"]:
+                continue
+            fact_root = store.project(section["origin"])
+            body.append(f"## {section['title']}\n")
+            for statement in section["statements"]:
+                cites = " ".join(
+                    f"([{ref.split('/', 1)[1]}]({link(path, f'{fact_root}/facts/{ref}.md')}))" for ref in statement["cites"])
+                body.append(f"- {statement['text']} {cites}")
+                summary = summary or statement["text"]
+            body.append("")
+        if not summary:
+            about = request["about"] if request else purpose
+            body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
+                        "Add a source that does, or ask for a view on something the sources cover.\n")
+        ctx.write(path, "\n".join(body).rstrip() + "\n")
+        return {"path": path, "summary": summary or "(a gap: nothing in the sources speaks to this)",
+                "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
+
+    @rule(params=backend.params("spec"), uses=(*backend.code, unsupported), prompts=backend.prompts("spec"))
+    async def spec_page(ctx, project, name):
+        listed = await ctx.query(listing(project))
+        request = next(s for s in listed["specs"] if s["name"] == name)
+        view = await ctx.query(view_page(project, request["view"]))
+        statements = [{**st, "origin": sec["origin"]} for sec in view["sections"] for st in sec["statements"]]
+        requirements = await backend.write_spec(ctx, name, statements)
+        path = f"{specs_dir(project)}/{name}.md"
+        view_link = link(path, view["path"])
+        lines = [f"# Spec: {name}\n",
+                 f"_What is required to be delivered, written from the [{request['view']} view]({view_link}). "
+                 f"Every requirement links to the facts that support it. Requirements: {backend.label}._\n",
+                 f"Up: [specs](index.md) · [{project}](../../index.md)\n", "## Requirements\n"]
+        origins = {st_ref: st["origin"] for st in statements for st_ref in st["cites"]}
+        for n, req in enumerate(requirements, start=1):
+            cited = [ref for ref in req["cites"] if ref in origins]
+            if not cited:
+                raise Problem(f"{project}/specs/{name}: requirement R{n} cites no fact of its view")
+            texts = [(await ctx.query(chunk(origins[ref], *ref.split("/", 1))))["text"] for ref in cited]
+            missing = unsupported(req["statement"], texts)
+            if missing:
+                raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
+                              "which its facts do not; the spec was not written")
+            links = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.project(origins[ref]) + '/facts/' + ref + '.md')}))"
+                             for ref in cited)
+            lines.append(f"**R{n}.** {req['statement']} {links}\n")
+            lines.append(f"- Acceptance: {req['acceptance']}\n")
+        if not requirements:
+            lines.append(f"**A gap.** The {request['view']} view states no requirement (no SHALL, MUST, SHOULD, "
+                         "MAY or \"required\"); nothing here is for a coding agent to implement yet.\n")
+        ctx.write(path, "\n".join(lines).rstrip() + "\n")
+        return {"path": path, "requirements": len(requirements), "view": request["view"]}
+
+    @rule(version=1)
+    async def artifacts(ctx, project):
+        listed = await ctx.query(listing(project))
+        names = [*DEFAULT_VIEWS[listed["kind"]], *(v["name"] for v in listed["views"])]
+        views = await ctx.query_all([view_page(project, v) for v in names], return_failures=True)
+        specs = await ctx.query_all([spec_page(project, s["name"]) for s in listed["specs"]], return_failures=True)
+        base = f"{store.project(project)}/artifacts"
+        view_lines = [f"- [{n}]({n}.md): {v['summary'][:160]}" for n, v in zip(names, views) if not isinstance(v, QueryFailed)]
+        spec_lines = [f"- [{s['name']}]({s['name']}.md): {v['requirements']} requirements, from the "
+                      f"[{v['view']} view](../views/{v['view']}.md)"
+                      for s, v in zip(listed["specs"], specs) if not isinstance(v, QueryFailed)]
+        ctx.write(f"{base}/views/index.md", "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its first "
+                  "statement. `kbuild view add` asks for another.\n\n" + "\n".join(view_lines) + "\n")
+        ctx.write(f"{base}/specs/index.md", "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
+                  "`kbuild spec add` asks for another.\n\n" + ("\n".join(spec_lines) or "No specs yet.") + "\n")
+        ctx.write(f"{base}/index.md", f"# Artifacts of {listed['title'] or project}\n\nUp: [{project}](../index.md)\n\n"
+                  "Views and specs written from the facts.\n\n"
+                  f"- [views/](views/index.md): {len(view_lines)} views\n- [specs/](specs/index.md): {len(spec_lines)} specs\n")
+        return {"views": len(view_lines), "specs": len(spec_lines)}
+
+    return [fact_sentences, view_section, view_hits, view_page, spec_page, artifacts]

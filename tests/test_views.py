@@ -1,0 +1,152 @@
+"""Views and specs built from a store of three sources, with the offline backend."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbuild.checks.links import LINK, broken_links
+from kbuild.cli import main
+
+PAYMENTS = """# Payments
+
+The service accepts card payments from customers in the euro area.
+
+## Limits
+
+A single payment MUST NOT exceed 10,000 EUR. Payments above 1,000 EUR SHOULD be confirmed by the customer.
+
+## Refunds
+
+Refunds MUST be requested within 90 days of the payment. A refund returns the whole amount to the card.
+"""
+
+OPERATIONS = """# Operations
+
+The service runs in two regions. Each region can take the whole load alone.
+
+## Backups
+
+The database is backed up every night. Backups are kept for 30 days and tested every month.
+"""
+
+API = """# API
+
+The API accepts JSON over HTTPS. Every request carries a key that identifies the merchant.
+
+## Errors
+
+A request with an unknown key returns status 401. A request over the rate limit returns status 429.
+"""
+
+
+def kbuild(root: Path, *args: str):
+    result = CliRunner().invoke(main, ["-C", str(root), *args])
+    return result
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    kbuildfile = tmp_path / "Kbuildfile.py"  # small facts, so that each source has several
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
+    for name, text in [("payments.md", PAYMENTS), ("operations.md", OPERATIONS), ("api.md", API)]:
+        (tmp_path / name).write_text(text)
+        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    assert kbuild(tmp_path, "view", "add", "shop", "refunds", "--about", "refund requests and their time limit").exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "shop", "refund-rules", "--view", "refunds").exit_code == 0
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def views(root: Path) -> Path:
+    return root / "kb/shop/artifacts/views"
+
+
+def sections(page: str) -> dict[str, str]:
+    parts = re.split(r"^## ", page, flags=re.M)
+    return {part.splitlines()[0]: part for part in parts[1:]}
+
+
+def test_default_and_requested_views_cite_a_fact_for_every_statement(store):
+    for name in ["digest", "user", "developer", "refunds", "index"]:
+        assert (views(store) / f"{name}.md").exists(), name
+    statements = 0
+    for page in views(store).glob("*.md"):
+        for line in page.read_text().splitlines():
+            if line.startswith("- ") and page.name != "index.md":
+                targets = LINK.findall(line)
+                assert targets and all("/facts/" in t for t in targets), (page.name, line)
+                statements += 1
+        assert broken_links(page, store / "kb") == [], page
+    assert statements >= 8
+    refunds = (views(store) / "refunds.md").read_text()
+    assert "within 90 days" in refunds
+    assert "- [refunds](refunds.md)" in (views(store) / "index.md").read_text()
+
+
+def test_a_spec_lists_requirements_linked_to_facts_and_its_view(store):
+    spec = (store / "kb/shop/artifacts/specs/refund-rules.md").read_text()
+    assert "[refunds view](../views/refunds.md)" in spec
+    requirements = [line for line in spec.splitlines() if line.startswith("**R")]
+    assert requirements and all("../../facts/payments/" in r for r in requirements)
+    assert any("MUST be requested within 90 days" in r for r in requirements)
+    assert broken_links(store / "kb/shop/artifacts/specs/refund-rules.md", store / "kb") == []
+    assert "refund-rules" in (store / "kb/shop/artifacts/specs/index.md").read_text()
+
+
+def test_one_changed_sentence_rewrites_one_section_and_the_spec_built_on_it(store):
+    before = {p.name: p.read_text() for p in views(store).glob("*.md")}
+    spec_before = (store / "kb/shop/artifacts/specs/refund-rules.md").read_text()
+    (store / "payments.md").write_text(PAYMENTS.replace("within 90 days", "within 60 days"))
+    result = kbuild(store, "build", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    old, new = sections(before["refunds.md"]), sections((views(store) / "refunds.md").read_text())
+    assert old.keys() == new.keys() and len(old) >= 2
+    changed = [title for title in old if old[title] != new[title]]
+    assert changed == ["Payments"]  # the other sections are byte for byte what they were
+    assert "within 60 days" in new["Payments"]
+    assert (views(store) / "developer.md").read_text() == before["developer.md"]
+    assert 'spec_page("shop","refund-rules")' in report["executed"]
+    spec = (store / "kb/shop/artifacts/specs/refund-rules.md").read_text()
+    assert spec != spec_before and "within 60 days" in spec
+
+
+def test_a_request_that_matches_nothing_is_a_gap_not_an_invented_page(store):
+    assert kbuild(store, "view", "add", "shop", "quantum", "--about", "quantum entanglement teleportation").exit_code == 0
+    assert kbuild(store).exit_code == 0
+    page = (views(store) / "quantum.md").read_text()
+    assert "**A gap.**" in page and "quantum entanglement teleportation" in page
+    assert not [line for line in page.splitlines() if line.startswith("- ")]
+
+
+def test_reading_paths_go_down_from_the_root_and_up_from_a_fact(store):
+    def follow(start: Path, steps: int) -> set[Path]:
+        seen, frontier = {start.resolve()}, [start.resolve()]
+        for _ in range(steps):
+            nxt = []
+            for page in frontier:
+                for target in LINK.findall(page.read_text()):
+                    path = (page.parent / target).resolve()
+                    if path.suffix == ".md" and path.exists() and path not in seen and "/raw/" not in path.as_posix():
+                        seen.add(path)
+                        nxt.append(path)
+            frontier = nxt
+        return seen
+
+    fact = (store / "kb/shop/facts/payments/refunds.md").resolve()
+    assert fact in follow(store / "kb/index.md", 4)  # root -> project -> source -> fact
+    assert (store / "kb/index.md").resolve() in follow(fact, 3)  # fact -> source -> project -> root
+
+
+def test_bad_requests_are_refused_with_a_clear_line(store):
+    result = kbuild(store, "view", "add", "shop", "digest", "--about", "x")
+    assert result.exit_code == 2 and "taken by a default view" in result.output
+    result = kbuild(store, "spec", "add", "shop", "thing", "--view", "nope")
+    assert result.exit_code == 2 and "not requested" in result.output
+    assert kbuild(store, "view", "add", "nowhere", "v", "--about", "x").exit_code == 2
