@@ -184,6 +184,40 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
 
 
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="github prints GitHub Actions annotations.")
+@click.pass_obj
+def check(session: Session, fmt: str) -> None:
+    """Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, unbuilt or orphaned.
+
+    Needs no model, no network and no .kbuild/: run it in CI on a fresh clone.
+    """
+    from .checks.store import as_dicts, check_store
+
+    try:
+        spec, engine = session.load()
+        kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+        findings = check_store(engine, kb)
+    except LockError as exc:
+        fail(f"the check could not run: {exc}", code=2)
+    except Exception as exc:  # the check itself broke: say so, and do not pass
+        if session.debug:
+            raise
+        fail(f"the check could not run: {type(exc).__name__}: {exc}", code=2)
+    if fmt == "json":
+        click.echo(json.dumps(as_dicts(findings), indent=2))
+    elif fmt == "github":
+        for f in findings:
+            click.echo(f"::error file={f.page},title=kbuild check::{f.reason}. Fix: {f.fix}")
+    else:
+        for f in findings:
+            click.echo(f"{f.page}: {f.reason}  (fix: {f.fix})")
+        click.echo(f"{len(findings)} problems" if findings else "ok: every page is up to date, linked and grounded")
+    if findings:
+        sys.exit(1)
+
+
 def _project_sources(session: Session, project: str) -> Path:
     from .store.layout import BadId, check_id
 

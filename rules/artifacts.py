@@ -15,6 +15,7 @@ from rank_bm25 import BM25Okapi
 
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Problem, QueryFailed, Rule, rule
+from kbuild.engine.hashing import hash_bytes
 from kbuild.model.offline import clean
 from kbuild.slicing import split_sentences
 from kbuild.store.layout import link
@@ -80,13 +81,29 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
         else:
             found = await ctx.query(fact_sentences(origin, source))
             facts, about, kind, title = found["facts"], VIEW_PURPOSE[view], view, found["title"]
-        statements = await backend.write_section(ctx, kind, about, title, facts)
         known = {f["ref"] for f in facts}
-        kept = [s for s in statements if s["cites"] and set(s["cites"]) <= known]
-        if len(kept) < len(statements):
-            ctx.warn(f"{project}/{view}: left out {len(statements) - len(kept)} statements whose citations "
-                     "name no fact of this section")
-        return {"origin": origin, "source": source, "title": title, "statements": kept}
+        cited_text: dict[str, str] = {}
+        for ref in known:
+            cited_text[ref] = (await ctx.query(chunk(origin, *ref.split("/", 1))))["text"]
+
+        def grounded(statements: list[dict[str, Any]]) -> list[str]:
+            """The code checks: each statement cites a fact of this section, and says no number or
+            requirement keyword that its facts do not."""
+            failures = []
+            for st in statements:
+                if not st["cites"] or not set(st["cites"]) <= known:
+                    failures.append(f"\"{st['text'][:60]}\" cites no fact of this section")
+                    continue
+                missing = unsupported(st["text"], [cited_text[r] for r in st["cites"]])
+                if missing:
+                    failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
+            return failures
+
+        statements = await backend.write_section(ctx, kind, about, title, facts, grounded)
+        failures = grounded(statements)
+        if failures:
+            raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")
+        return {"origin": origin, "source": source, "title": title, "statements": statements}
 
     @rule(version=1, uses=(tokens,))
     async def view_hits(ctx, project, view):
@@ -147,7 +164,9 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
             about = request["about"] if request else purpose
             body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
                         "Add a source that does, or ask for a view on something the sources cover.\n")
-        ctx.write(path, "\n".join(body).rstrip() + "\n")
+        page = "\n".join(body).rstrip() + "\n"
+        ctx.write(path, page)
+        ctx.note("grounding", {"passed": True, "by": "code", "page": hash_bytes(page.encode())})
         return {"path": path, "summary": summary or "(a gap: nothing in the sources speaks to this)",
                 "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
 
@@ -181,7 +200,9 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
         if not requirements:
             lines.append(f"**A gap.** The {request['view']} view states no requirement (no SHALL, MUST, SHOULD, "
                          "MAY or \"required\"); nothing here is for a coding agent to implement yet.\n")
-        ctx.write(path, "\n".join(lines).rstrip() + "\n")
+        page = "\n".join(lines).rstrip() + "\n"
+        ctx.write(path, page)
+        ctx.note("grounding", {"passed": True, "by": "code", "page": hash_bytes(page.encode())})
         return {"path": path, "requirements": len(requirements), "view": request["view"]}
 
     @rule(version=1)

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kbuild.checks.links import broken_links_in
 from kbuild.convert import ConversionError, convert
 from kbuild.engine import Problem, Query, QueryFailed, Rule, rule
 from kbuild.engine.hashing import hash_bytes
@@ -247,7 +248,17 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
     @rule(params=backend.params("rewrite"), uses=backend.code, prompts=backend.prompts("rewrite"))
     async def rewrite(ctx, project, source, slug):
         c = await ctx.query(chunk(project, source, slug))
-        return await backend.rewrite(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"])
+        page = kb.root / store.fact(project, source, slug)
+
+        def links_resolve(text: str) -> list[str]:  # the link guardrail, before the answer is taken
+            return broken_links_in(text, page, kb.root / store.root)
+
+        written = await backend.rewrite(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"],
+                                        check=links_resolve)
+        failures = links_resolve(written)
+        if failures:
+            raise Problem(f"{project}/{source}/{slug}: the rewrite {'; '.join(failures)}")
+        return written
 
     @rule(version=1)
     async def fact(ctx, project, source, slug):

@@ -144,7 +144,7 @@ def test_a_reply_that_does_not_fit_is_asked_again_with_the_error(tmp_path):
     with ScriptedServer(reply) as server:
         root = project(tmp_path, server, max_calls=1)
         assert kbuild(root).exit_code == 0
-        retried = [r for r in server.requests if "did not fit the schema" in r["messages"][-1]["content"]]
+        retried = [r for r in server.requests if "did not fit the schema or failed a check" in r["messages"][-1]["content"]]
         assert len(retried) == 2
         assert "an empty reply" in retried[1]["messages"][-1]["content"]
         errors = kbuild(root, "logs", "--errors").output
@@ -156,7 +156,7 @@ def test_replies_that_never_fit_fail_the_page_cleanly(tmp_path):
         root = project(tmp_path, server, max_calls=1, validation_retries=1)
         result = kbuild(root)
         assert result.exit_code == 1
-        assert "did not fit the rewrite schema after 2 tries" in result.output
+        assert "did not fit the rewrite schema or failed its checks after 2 tries" in result.output
 
 
 def test_calls_in_flight_never_exceed_the_limit(tmp_path):

@@ -26,7 +26,11 @@ def checked_text(page: str, name: str) -> str:
 
 def broken_links(page_file: Path, store_root: Path) -> list[str]:
     """One line per link in the page that does not resolve to a file inside the store."""
-    text = page_file.read_text("utf-8", errors="replace")
+    return broken_links_in(page_file.read_text("utf-8", errors="replace"), page_file, store_root)
+
+
+def broken_links_in(text: str, page_file: Path, store_root: Path) -> list[str]:
+    """The same, for text that will stand at `page_file` (a model's answer before it is written)."""
     problems = []
     for target in LINK.findall(checked_text(text, page_file.name)):
         parts = urlparse(target)

@@ -104,13 +104,14 @@ class Report:
 class Context:
     """A rule's only window on the world: every read through it is recorded with its hash."""
 
-    __slots__ = ("_build", "_query", "deps", "outputs")
+    __slots__ = ("_build", "_query", "deps", "outputs", "notes")
 
     def __init__(self, build: _Build, query: Query) -> None:
         self._build = build
         self._query = query
         self.deps: list[DepGroup] = []
         self.outputs: dict[str, bytes] = {}
+        self.notes: dict[str, object] = {}
 
     @property
     def query_id(self) -> str:
@@ -173,6 +174,11 @@ class Context:
         """Add to a build-wide counter shown in the report (tokens, cost, calls...)."""
         counters = self._build.report.counters
         counters[name] = counters.get(name, 0) + amount
+
+    def note(self, key: str, value: object) -> None:
+        """Record something about this query's output in the lock (a check's verdict, say), so
+        that a fresh clone can read it without running anything. JSON values only."""
+        self.notes[key] = value
 
     def warn(self, message: str) -> None:
         """Something the user should know about this query's inputs; shown when the query runs."""
@@ -266,6 +272,48 @@ class Engine:
             build.load_graph()
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
+        finally:
+            build.close(save=False)
+
+    def stale(self) -> dict[str, str]:
+        """Every recorded query that a build would have to check again, and why: its own inputs,
+        rule or outputs changed, or it is built (directly or not) on one that did. Unlike a dry
+        run, it does not stop at a query's first changed read: this is the set a reviewer is
+        shown, every page that depends on a change."""
+        state_file = self.state_dir / "state.db"
+        build = _Build(self, State(state_file if state_file.exists() else None), False, None)
+        try:
+            build.load_graph()
+            memos, file_hash = build.memos, build.hasher.hash
+            causes: dict[str, str] = {}
+            for qid, memo in memos.items():
+                reason = build._why_not_reusable(memo)
+                for dep, recorded in flat(memo.deps) if reason is None else ():
+                    if dep.startswith(FILE):
+                        if file_hash(dep[5:]) != recorded:
+                            reason = f"its input {dep[5:]} changed"
+                    elif dep not in memos or memos[dep].hash != recorded:  # a build that failed part way
+                        reason = f"it read {dep}, which has changed since"
+                    if reason:
+                        break
+                if reason:
+                    causes[qid] = reason
+            readers: dict[str, list[str]] = {}
+            for qid, memo in memos.items():
+                for dep, _ in flat(memo.deps):
+                    if not dep.startswith(FILE):
+                        readers.setdefault(dep, []).append(qid)
+            stale = dict(causes)
+            frontier = sorted(causes)
+            while frontier:  # breadth first, so each query names the nearest stale query it reads
+                nxt = []
+                for qid in frontier:
+                    for reader in readers.get(qid, ()):
+                        if reader not in stale:
+                            stale[reader] = f"it is built on {qid}, which is out of date"
+                            nxt.append(reader)
+                frontier = sorted(nxt)
+            return stale
         finally:
             build.close(save=False)
 
@@ -681,7 +729,8 @@ class _Build:
                 outputs = self._write_outputs(ctx.outputs, memo.outputs if memo else {})
         except OSError as exc:
             return self._fail(qid, f"cannot write its output: {exc}", exc)
-        new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs)
+        notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
+        new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs, notes)
         self.memos[qid] = new
         self.state.save_memo(new, blob)
         self.values[qid] = decode_value(blob)

@@ -37,7 +37,8 @@ def render_lock(memos: dict[str, Memo]) -> bytes:
             f'   "fingerprint": {dumps(m.fingerprint)},\n'
             f'   "hash": {dumps(m.hash)},\n'
             f'   "outputs": {outputs},\n'
-            f'   "deps": {deps}\n'
+            + (f'   "notes": {dumps(m.notes, sort_keys=True)},\n' if m.notes else "")
+            + f'   "deps": {deps}\n'
             "  }"
         )
     lines.append(",\n".join(entries))
@@ -57,7 +58,7 @@ def read_lock(path: Path) -> dict[str, Memo]:
         if doc.get("version") != LOCK_VERSION:
             raise LockError(f"{path} has lock version {doc.get('version')!r}; this kbuild reads {LOCK_VERSION}")
         return {
-            qid: Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"])
+            qid: Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}))
             for qid, e in doc["queries"].items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from .files import StatKey
 
+STATE_VERSION = 2
 DepGroup = list[tuple[str, str]]  # (dependency id, hash read); one group is read concurrently
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memo (
     id TEXT PRIMARY KEY, rule TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
-    deps TEXT NOT NULL, hash TEXT NOT NULL, outputs TEXT NOT NULL, value BLOB
+    deps TEXT NOT NULL, hash TEXT NOT NULL, outputs TEXT NOT NULL, notes TEXT NOT NULL, value BLOB
 );
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, ino INTEGER, hash TEXT
@@ -38,8 +39,9 @@ class Memo:
     deps: list[DepGroup]
     hash: str
     outputs: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, object] = field(default_factory=dict)  # what a rule recorded about its output
 
-    def to_row(self) -> tuple[str, str, str, str, str, str, str]:
+    def to_row(self) -> tuple[str, str, str, str, str, str, str, str]:
         return (
             self.id,
             self.rule,
@@ -48,6 +50,7 @@ class Memo:
             json.dumps(self.deps, separators=(",", ":")),
             self.hash,
             json.dumps(self.outputs, sort_keys=True, separators=(",", ":")),
+            json.dumps(self.notes, sort_keys=True, separators=(",", ":")),
         )
 
 
@@ -59,6 +62,10 @@ class State:
         self.db = sqlite3.connect(str(path) if path else ":memory:", isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version != STATE_VERSION:  # local state is rebuildable: an older layout is dropped, not migrated
+            self.db.executescript("DROP TABLE IF EXISTS memo; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS meta;")
+            self.db.execute(f"PRAGMA user_version={STATE_VERSION}")
         self.db.executescript(SCHEMA)
         self.db.execute("BEGIN")
 
@@ -72,20 +79,20 @@ class State:
         self.db.execute("BEGIN")
 
     def load_memos(self) -> dict[str, Memo]:
-        rows = self.db.execute("SELECT id, rule, key, fingerprint, deps, hash, outputs FROM memo").fetchall()
+        rows = self.db.execute("SELECT id, rule, key, fingerprint, deps, hash, outputs, notes FROM memo").fetchall()
         if not rows:
             return {}
-        ids, rules, keys, fingerprints, deps, hashes, outputs = zip(*rows)
+        ids, rules, keys, fingerprints, deps, hashes, outputs, notes = zip(*rows)
         # One json.loads over all rows instead of one per row: the per-call overhead was most
         # of the time of a no-op build.
-        keys, deps, outputs = (json.loads("[" + ",".join(column) + "]") for column in (keys, deps, outputs))
+        keys, deps, outputs, notes = (json.loads("[" + ",".join(c) + "]") for c in (keys, deps, outputs, notes))
         return {
-            i: Memo(i, r, k, f, d, h, o)
-            for i, r, k, f, d, h, o in zip(ids, rules, keys, fingerprints, deps, hashes, outputs)
+            i: Memo(i, r, k, f, d, h, o, n)
+            for i, r, k, f, d, h, o, n in zip(ids, rules, keys, fingerprints, deps, hashes, outputs, notes)
         }
 
     def save_memo(self, memo: Memo, value: bytes | None) -> None:
-        self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?)", (*memo.to_row(), value))
+        self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,?)", (*memo.to_row(), value))
 
     def replace_memos(self, memos: Iterable[Memo], keep_values_of: set[str]) -> None:
         """Make the memo table exactly `memos`, keeping stored values only for `keep_values_of`."""
@@ -96,7 +103,7 @@ class State:
         for memo in memos:
             if memo.id in keep_values_of:
                 continue
-            self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,NULL)", memo.to_row())
+            self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,NULL)", memo.to_row())
 
     def delete_memos(self, ids: Iterable[str]) -> None:
         self.db.executemany("DELETE FROM memo WHERE id=?", ((i,) for i in ids))

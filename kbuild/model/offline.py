@@ -40,6 +40,14 @@ HTML_COMMENT = re.compile(r"<!--.*?-->")
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
 
 
+def _inline(line: str) -> str:
+    """A line's words without links and roles: a source's links point where the source pointed."""
+    line = HTML_COMMENT.sub("", line)
+    line = RST_ROLE.sub(r"\1", line)
+    line = RST_LINK.sub(r"\1", line)
+    return MD_LINK.sub(r"\1", line)
+
+
 def clean(text: str, prose_only: bool = False) -> str:
     """The words of a span without their markup: paragraphs and list items kept apart, headings
     in bold, code and literal blocks verbatim. With `prose_only`, code, tables and literal blocks
@@ -76,7 +84,7 @@ def clean(text: str, prose_only: bool = False) -> str:
             kind = ""
         if kind == "table":
             if stripped.startswith("|"):
-                block.append(stripped)  # type: ignore[union-attr]
+                block.append(_inline(stripped))  # type: ignore[union-attr]
                 continue
             flush()
             kind = ""
@@ -86,7 +94,7 @@ def clean(text: str, prose_only: bool = False) -> str:
             continue
         if stripped.startswith("|"):
             flush()
-            block, kind = [stripped], "table"
+            block, kind = [_inline(stripped)], "table"
             continue
         following = lines[i + 1].strip() if i + 1 < len(lines) else ""
         if PAGE_MARKER.match(stripped) or RST_UNDERLINE.match(stripped) or DIRECTIVE.match(line):
@@ -98,12 +106,7 @@ def clean(text: str, prose_only: bool = False) -> str:
             flush()
             continue
         is_heading = MD_HEADING.match(stripped) or (RST_UNDERLINE.match(following) and len(following) >= len(stripped))
-        words = MD_HEADING.sub("", stripped)
-        words = HTML_COMMENT.sub("", words)
-        words = RST_ROLE.sub(r"\1", words)
-        words = RST_LINK.sub(r"\1", words)
-        words = MD_LINK.sub(r"\1", words)
-        words = EMPHASIS.sub(r"\2", words).strip()
+        words = EMPHASIS.sub(r"\2", _inline(MD_HEADING.sub("", stripped))).strip()
         if is_heading:
             flush()
             if not prose_only and words:
@@ -227,7 +230,7 @@ class OfflineBackend:
         return (sys.modules[__name__], slicing)
 
     async def rewrite(self, ctx: object, span: str, headings: list[str], title: str,
-                      figures: dict[str, str], previous: str) -> str:
+                      figures: dict[str, str], previous: str, check: object = None) -> str:
         return rewrite(span, headings, title, figures)
 
     async def summarise_chunk(self, ctx: object, span: str, headings: list[str], previous: str) -> str:
@@ -239,9 +242,9 @@ class OfflineBackend:
     async def summarise_source(self, ctx: object, title: str, summaries: list[str]) -> str:
         return summarise("\n\n".join(summaries), 2)
 
-    async def write_section(self, ctx: object, kind: str, about: str, title: str,
-                            facts: list[dict[str, object]]) -> list[dict[str, object]]:
-        return select_statements(kind, facts)
+    async def write_section(self, ctx: object, kind: str, about: str, title: str, facts: list[dict[str, object]],
+                            check: object = None) -> list[dict[str, object]]:
+        return select_statements(kind, facts)  # sentences of the facts themselves: checked by the rule
 
     async def write_spec(self, ctx: object, name: str, statements: list[dict[str, object]]) -> list[dict[str, object]]:
         return select_requirements(statements)

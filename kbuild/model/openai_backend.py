@@ -18,6 +18,7 @@ import json
 import math
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -117,9 +118,10 @@ class OpenAIBackend:
     # -- the questions the rules ask ---------------------------------------------------------
 
     async def rewrite(self, ctx: Any, span: str, headings: list[str], title: str,
-                      figures: dict[str, str], previous: str) -> str:
+                      figures: dict[str, str], previous: str, check: Callable[[str], list[str]] | None = None) -> str:
         figure_text = "\n\n".join(f"{name}:\n{text}" for name, text in figures.items()) or "(none)"
-        reply = await self.ask(ctx, "rewrite", "rewrite.md", Rewrite, title=title,
+        reply = await self.ask(ctx, "rewrite", "rewrite.md", Rewrite, check=(lambda r: check(r.text)) if check else None,
+                               title=title,
                                where=" › ".join([title, *headings]), previous=untrusted(previous) or "(none)",
                                figures=untrusted(figure_text), chunk=untrusted(span))
         return reply.text
@@ -156,16 +158,21 @@ class OpenAIBackend:
         ]
         return (await self.structured(ctx, "figure", messages, FigureText)).text
 
-    async def write_section(self, ctx: Any, kind: str, about: str, title: str,
-                            facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Statements for one section of a view; the model cites facts by number, code maps them."""
+    async def write_section(self, ctx: Any, kind: str, about: str, title: str, facts: list[dict[str, Any]],
+                            check: Callable[[list[dict[str, Any]]], list[str]]) -> list[dict[str, Any]]:
+        """Statements for one section of a view; the model cites facts by number, code maps them
+        and checks them (`check`), and a reply that fails is asked again with the failures."""
         if not facts:
             return []
         numbered = "\n\n".join(f"[{n}] " + " ".join(f["sentences"]) for n, f in enumerate(facts, start=1))
-        reply = await self.ask(ctx, "view", "view.md", Section, kind=kind, about=about, title=title,
-                               facts=untrusted(numbered))
         refs = {n: f["ref"] for n, f in enumerate(facts, start=1)}
-        return [{"text": st.text, "cites": [refs[c] for c in st.cites if c in refs]} for st in reply.statements]
+
+        def statements(reply: Section) -> list[dict[str, Any]]:
+            return [{"text": st.text, "cites": [refs[c] for c in st.cites if c in refs]} for st in reply.statements]
+
+        reply = await self.ask(ctx, "view", "view.md", Section, check=lambda r: check(statements(r)), kind=kind,
+                               about=about, title=title, facts=untrusted(numbered))
+        return statements(reply)
 
     async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not statements:
@@ -178,37 +185,44 @@ class OpenAIBackend:
 
     # -- one structured call, cached -------------------------------------------------------
 
-    async def ask(self, ctx: Any, task: str, template: str, schema: type[BaseModel], **fields: str) -> Any:
+    async def ask(self, ctx: Any, task: str, template: str, schema: type[BaseModel],
+                  check: Callable[[Any], list[str]] | None = None, **fields: str) -> Any:
         system = prompt_path("system.md").read_text()
         user = prompt_path(template).read_text().format(**fields)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        return await self.structured(ctx, task, messages, schema)
+        return await self.structured(ctx, task, messages, schema, check)
 
-    async def structured(self, ctx: Any, task: str, messages: list[dict[str, Any]], schema: type[BaseModel]) -> Any:
+    async def structured(self, ctx: Any, task: str, messages: list[dict[str, Any]], schema: type[BaseModel],
+                         check: Callable[[Any], list[str]] | None = None) -> Any:
+        """A reply that fits `schema` and passes `check` (a code guardrail: a list of failures).
+
+        A reply that does not is asked again with what was wrong, `validation_retries` times;
+        only a reply that passes is cached."""
         model = self.settings.model_for(task)
         last_error = ""
         for attempt in range(self.settings.validation_retries + 1):
             asked = messages if not last_error else [*messages, {
                 "role": "user",
-                "content": f"Your reply did not fit the schema: {last_error}. Reply again with only the JSON object."}]
+                "content": f"Your reply did not fit the schema or failed a check: {last_error}. Reply again with only the JSON object."}]
             request = {"backend": self.name, "base_url": self.settings.base_url or "", "model": model,
                        "messages": asked, "temperature": self.settings.temperature,
                        "max_tokens": self.settings.max_tokens, "schema": schema.model_json_schema()}
             try:
-                response = await self._cached(ctx, task, request, schema)
+                response = await self._cached(ctx, task, request, schema, check)
             except _Invalid as exc:
                 last_error = exc.reason
                 continue
             return schema.model_validate(response["content"])
-        raise Problem(f"{ctx.query_id}: the model's reply did not fit the {task} schema after "
+        raise Problem(f"{ctx.query_id}: the model's reply did not fit the {task} schema or failed its checks after "
                       f"{self.settings.validation_retries + 1} tries ({last_error})")
 
-    async def _cached(self, ctx: Any, task: str, request: dict[str, Any], schema: type[BaseModel]) -> Any:
+    async def _cached(self, ctx: Any, task: str, request: dict[str, Any], schema: type[BaseModel],
+                      check: Callable[[Any], list[str]] | None) -> Any:
         computed = {}
 
         async def compute() -> dict[str, Any]:
             computed["yes"] = True
-            return await self._send(ctx, task, request, schema)
+            return await self._send(ctx, task, request, schema, check)
 
         started = time.perf_counter()
         response = await ctx.call(request, compute)
@@ -217,7 +231,8 @@ class OpenAIBackend:
                                   response=response, cache_hit=True, latency=time.perf_counter() - started)
         return response
 
-    async def _send(self, ctx: Any, task: str, request: dict[str, Any], schema: type[BaseModel]) -> dict[str, Any]:
+    async def _send(self, ctx: Any, task: str, request: dict[str, Any], schema: type[BaseModel],
+                    check: Callable[[Any], list[str]] | None) -> dict[str, Any]:
         """One call to the server, then validation: only a valid reply leaves here (to the cache)."""
         s = self.settings
         kwargs: dict[str, Any] = {"model": request["model"], "messages": request["messages"],
@@ -242,8 +257,11 @@ class OpenAIBackend:
         log = self._log(ctx)
         try:
             parsed = schema.model_validate_json(content)
-        except ValidationError as exc:
-            reason = "an empty reply" if not content.strip() else _short(exc)
+            failures = check(parsed) if check else []
+            if failures:
+                raise _Invalid("; ".join(failures))
+        except (ValidationError, _Invalid) as exc:
+            reason = exc.reason if isinstance(exc, _Invalid) else "an empty reply" if not content.strip() else _short(exc)
             log.record(task=task, query=ctx.query_id, model=request["model"], request=request, response=content,
                        cache_hit=False, latency=latency, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost,
                        error=reason)

@@ -1,0 +1,121 @@
+"""`kbuild check`: is the committed store up to date and grounded? No model, no network, no .kbuild/.
+
+Everything is computed from the working tree and the lock: staleness by verifying the recorded
+graph against the files as they are (the engine's dry run), hand edits by the pages' hashes,
+links by reading the pages, grounding by the verdicts the build recorded with each page's hash.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine import Engine
+from ..engine.files import TEMP_SUFFIX
+from ..engine.hashing import hash_bytes
+from .links import broken_links
+
+CHECKED_RULES = ("view_page", "spec_page")  # pages whose statements must be grounded in their facts
+
+
+@dataclass(frozen=True)
+class Finding:
+    page: str
+    reason: str
+    fix: str
+
+
+def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
+    root = engine.root
+    memos = engine.memos()
+    stale = engine.stale()
+    findings: list[Finding] = []
+    outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
+
+    for qid, reason in sorted(stale.items()):
+        memo = memos.get(qid)
+        if memo is None:
+            continue  # a query nobody has built: reported below as what it is (a source, a view)
+        for path in sorted(memo.outputs):
+            if not path.endswith(".md"):
+                continue
+            if reason.startswith("output ") and path in reason:
+                if (root / path).exists():
+                    findings.append(Finding(path, "edited by hand: its content differs from the lock",
+                                            f"git checkout -- {path}  (or `kbuild` to write it again)"))
+                else:
+                    findings.append(Finding(path, "missing: the lock says it was built", "kbuild"))
+            else:
+                findings.append(Finding(path, f"stale: {reason}", "kbuild"))
+
+    for path, qid in sorted(outputs.items()):
+        if path.endswith(".md") and (root / path).exists() and "/raw/" not in path:
+            for problem in broken_links(root / path, root / (kb.store.root if kb else "")):
+                findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
+
+    for qid, memo in sorted(memos.items()):
+        if memo.rule not in CHECKED_RULES:
+            continue
+        verdict = memo.notes.get("grounding")
+        for path in memo.outputs:
+            file = root / path
+            if not file.exists():
+                continue
+            current = hash_bytes(file.read_bytes())
+            if not isinstance(verdict, dict) or not verdict.get("passed") or verdict.get("page") != current:
+                findings.append(Finding(path, "no passing grounding verdict for its current content", "kbuild"))
+
+    if kb is not None:
+        findings += _not_built(kb, memos)
+        findings += _orphans(root, kb.store.root, set(outputs))
+    return _unique(findings)
+
+
+def _not_built(kb: Any, memos: dict[str, Any]) -> list[Finding]:
+    from ..engine.rule import query_id
+    from ..store.sources import SourcesError, parse
+
+    findings = []
+    for project in kb.projects():
+        path = kb.store.sources_file(project)
+        try:
+            listing = parse((kb.root / path).read_bytes(), path)
+        except (SourcesError, OSError) as exc:
+            findings.append(Finding(path, str(exc), f"fix {path}"))
+            continue
+        for problem in listing.problems:
+            findings.append(Finding(path, problem, f"fix {path}"))
+        for source in listing.sources:
+            if query_id("source_index", (project, source.id)) not in memos:
+                findings.append(Finding(kb.store.source_index(project, source.id),
+                                        f"not built: source {source.id} is listed in {path}", "kbuild"))
+        for view in listing.views:
+            if query_id("view_page", (project, view.name)) not in memos:
+                findings.append(Finding(f"{kb.store.project(project)}/artifacts/views/{view.name}.md",
+                                        f"not built: view {view.name} is requested in {path}", "kbuild"))
+        for spec in listing.specs:
+            if query_id("spec_page", (project, spec.name)) not in memos:
+                findings.append(Finding(f"{kb.store.project(project)}/artifacts/specs/{spec.name}.md",
+                                        f"not built: spec {spec.name} is requested in {path}", "kbuild"))
+    return findings
+
+
+def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
+    findings = []
+    for file in sorted((root / store_root).rglob("*")):
+        rel = file.relative_to(root).as_posix()
+        if not file.is_file() or "/raw/" in f"/{rel}" or file.name == "sources.yml" or rel in produced:
+            continue
+        if file.name.endswith(TEMP_SUFFIX):
+            findings.append(Finding(rel, "a temporary file left by an interrupted build", f"rm {rel}"))
+        else:
+            findings.append(Finding(rel, "orphan: no rule produces this page", f"rm {rel}"))
+    return findings
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    return list(dict.fromkeys(findings))
+
+
+def as_dicts(findings: list[Finding]) -> list[dict[str, str]]:
+    return [asdict(f) for f in findings]

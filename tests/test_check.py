@@ -1,0 +1,206 @@
+"""`kbuild check` on a fresh git clone: no model, no network, no .kbuild/."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from openai_server import Reply, ScriptedServer
+
+from kbuild.cli import main
+
+KBUILDFILE = '''
+from pathlib import Path
+from kbuild.engine import rule
+from kbuild.rules import knowledge_base
+
+kb = knowledge_base(Path(__file__).parent, floor_tokens=15, cap_tokens=40)
+
+@rule(prompts=["glossary-prompt.md"])
+async def glossary(ctx):
+    """A rule of the project's own, with a prompt template of its own."""
+    template = (Path(__file__).parent / "glossary-prompt.md").read_text()
+    ctx.write("kb/shop/artifacts/glossary.md", template + "\\n- refund: money returned to a card\\n")
+    return template
+
+RULES = [*kb.rules, glossary]
+before_build = kb.before_build
+
+def targets():
+    return [*kb.targets(), glossary()]
+'''
+
+PAYMENTS = """# Payments
+
+A single payment MUST NOT exceed 10,000 EUR.
+
+## Refunds
+
+Refunds MUST be requested within 90 days of the payment. A refund returns the whole amount.
+"""
+
+
+def kbuild(root: Path, *args: str):
+    return CliRunner().invoke(main, ["-C", str(root), *args])
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    assert kbuild(origin, "init", str(origin)).exit_code == 0
+    (origin / "Kbuildfile.py").write_text(KBUILDFILE)
+    (origin / "glossary-prompt.md").write_text("# Glossary")
+    (origin / "payments.md").write_text(PAYMENTS)
+    (origin / "notes.md").write_text("# Notes\n\nThe shop opens at 09:00. It closes at 18:00 on weekdays.\n")
+    for name in ("payments.md", "notes.md"):
+        assert kbuild(origin, "add", "shop", name).exit_code == 0
+    assert kbuild(origin, "view", "add", "shop", "refunds", "--about", "refund requests").exit_code == 0
+    assert kbuild(origin).exit_code == 0
+    git(origin, "init", "-q")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "store")
+    copy = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(copy))
+    assert not (copy / ".kbuild").exists()
+    return copy
+
+
+def findings(root: Path) -> tuple[int, list[dict[str, str]]]:
+    result = kbuild(root, "check", "--format", "json")
+    return result.exit_code, json.loads(result.output[result.output.index("["):])
+
+
+def test_a_fresh_clone_passes_and_the_check_writes_nothing(clone):
+    result = kbuild(clone, "check")
+    assert result.exit_code == 0, result.output
+    assert "ok: every page is up to date" in result.output
+    assert not (clone / ".kbuild").exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True).stdout
+    assert status == ""
+
+
+def test_an_edited_source_makes_every_dependent_page_stale_until_built(clone):
+    (clone / "payments.md").write_text(PAYMENTS.replace("90 days", "60 days"))
+    code, found = findings(clone)
+    assert code == 1
+    stale = {f["page"] for f in found if f["reason"].startswith("stale")}
+    assert {"kb/shop/raw/payments/original.md", "kb/shop/facts/payments/text.md", "kb/shop/facts/payments/refunds.md",
+            "kb/shop/facts/payments/index.md", "kb/shop/index.md", "kb/index.md",
+            "kb/shop/artifacts/views/refunds.md"} <= stale | {f["page"] for f in found}
+    assert not any("/notes/" in page for page in stale)  # the other source's pages are not named
+    assert all(f["fix"] == "kbuild" for f in found if f["reason"].startswith("stale"))
+    assert kbuild(clone).exit_code == 0
+    assert kbuild(clone, "check").exit_code == 0
+
+
+def test_a_hand_edited_view_fails(clone):
+    view = clone / "kb/shop/artifacts/views/refunds.md"
+    view.write_text(view.read_text() + "\n- Refunds are always free. (trust me)\n")
+    code, found = findings(clone)
+    assert code == 1
+    reasons = [f["reason"] for f in found if f["page"] == "kb/shop/artifacts/views/refunds.md"]
+    assert any("edited by hand" in r for r in reasons)
+    assert any("grounding verdict" in r for r in reasons)
+
+
+def test_a_deleted_fact_fails_on_the_links_to_it(clone):
+    (clone / "kb/shop/facts/payments/refunds.md").unlink()
+    code, found = findings(clone)
+    assert code == 1
+    assert any(f["page"] == "kb/shop/facts/payments/refunds.md" and f["reason"].startswith("missing") for f in found)
+    dangling = [f for f in found if "links to a missing file" in f["reason"]]
+    assert {f["page"] for f in dangling} >= {"kb/shop/facts/payments/index.md", "kb/shop/artifacts/views/refunds.md"}
+
+
+def test_a_source_added_but_not_built_fails(clone):
+    (clone / "more.md").write_text("# More\n\nMore words.\n")
+    assert kbuild(clone, "add", "shop", "more.md").exit_code == 0
+    code, found = findings(clone)
+    assert code == 1
+    assert any(f["reason"] == "not built: source more is listed in kb/shop/sources.yml" for f in found)
+
+
+def test_a_changed_prompt_names_exactly_that_rules_pages(clone):
+    (clone / "glossary-prompt.md").write_text("# Glossary of terms")
+    code, found = findings(clone)
+    assert code == 1
+    assert [(f["page"], f["reason"]) for f in found] == [
+        ("kb/shop/artifacts/glossary.md", "stale: rule glossary changed")]
+
+
+def test_an_orphan_and_the_github_format(clone):
+    (clone / "kb/shop/facts/payments/old-page.md").write_text("a page no rule writes")
+    result = kbuild(clone, "check", "--format", "github")
+    assert result.exit_code == 1
+    assert ("::error file=kb/shop/facts/payments/old-page.md,title=kbuild check::orphan: no rule produces "
+            "this page. Fix: rm kb/shop/facts/payments/old-page.md") in result.output
+
+
+def test_a_broken_lock_means_the_check_could_not_run(clone):
+    (clone / "kbuild.lock").write_text("<<<<<<< HEAD\n")
+    result = kbuild(clone, "check")
+    assert result.exit_code == 2 and "could not run" in result.output and "merge conflict" in result.output
+
+
+def test_a_model_link_to_a_missing_fact_is_sent_back_then_accepted_or_the_page_fails(tmp_path):
+    answers = {"n": 0}
+
+    def reply(request: dict) -> Reply:
+        schema = request["response_format"]["json_schema"]["name"]
+        if schema == "Rewrite":
+            answers["n"] += 1
+            link = "[see](nowhere.md)" if answers["n"] == 1 or always_bad["on"] else "[see](text.md)"
+            return Reply(json.dumps({"text": f"A rewrite. {link}"}))
+        return Reply(json.dumps({"summary": "S.", "abstract": "A.", "statements": [], "requirements": []}))
+
+    always_bad = {"on": False}
+    with ScriptedServer(reply) as server:
+        root = tmp_path
+        (root / "Kbuildfile.py").write_text(
+            "from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
+            f"kb = knowledge_base(Path(__file__).parent, model={{'base_url': '{server.url}/v1', 'api_key': 't', "
+            "'model': 'm', 'validation_retries': 2})\nRULES = kb.rules\ntargets = kb.targets\nmax_calls = 1\n")
+        (root / "doc.md").write_text("# Doc\n\nOne fact about the shop.\n")
+        (root / "kb/p").mkdir(parents=True)
+        (root / "kb/p/sources.yml").write_text("sources:\n  - id: doc\n    path: doc.md\n")
+        first = kbuild(root)
+        assert first.exit_code == 0, first.output
+        rewrites = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "Rewrite"]
+        assert len(rewrites) == 2 and "links to a missing file: nowhere.md" in rewrites[1]["messages"][-1]["content"]
+        fact = root / "kb/p/facts/doc/doc.md"
+        assert "[see](text.md)" in fact.read_text()
+        before = fact.read_text()
+        always_bad["on"] = True
+        (root / "doc.md").write_text("# Doc\n\nOne fact about the shop, changed.\n")
+        result = kbuild(root)
+        assert result.exit_code == 1 and "failed its checks after 3 tries" in result.output
+        assert fact.read_text() == before  # the previous version stays
+
+
+def test_a_page_whose_rebuild_failed_stays_stale(clone):
+    (clone / "payments.md").write_text(PAYMENTS.replace("# Payments", "# Payments\n\nSee [the terms](terms.md)."))
+    (clone / "Kbuildfile.py").write_text(KBUILDFILE.replace("kb = knowledge_base(", "kb = knowledge_base(backend=Linky(), root=")
+                                         .replace("from kbuild.rules import knowledge_base", LINKY))
+    result = kbuild(clone)
+    assert result.exit_code == 1 and "links to a missing file" in result.output
+    code, found = findings(clone)
+    assert code == 1 and any(f["page"].startswith("kb/shop/facts/payments/") and f["reason"].startswith("stale")
+                             for f in found)
+
+
+LINKY = """from kbuild.rules import knowledge_base
+from kbuild.model.offline import OfflineBackend
+
+class Linky(OfflineBackend):
+    '''An offline backend whose rewrites keep the source's links, as a careless model would.'''
+    async def rewrite(self, ctx, span, headings, title, figures, previous, check=None):
+        return span
+"""
