@@ -204,3 +204,25 @@ class Linky(OfflineBackend):
     async def rewrite(self, ctx, span, headings, title, figures, previous, check=None):
         return span
 """
+
+
+def test_a_statement_with_a_number_its_fact_does_not_hold_is_refused_by_code(tmp_path):
+    def reply(request: dict) -> Reply:
+        statement = {"text": "Refunds MUST be requested within 30 days.", "cites": [1]}
+        return Reply(json.dumps({"text": "A rewrite.", "summary": "S.", "abstract": "A.",
+                                 "statements": [statement], "requirements": []}))
+
+    with ScriptedServer(reply) as server:
+        (tmp_path / "Kbuildfile.py").write_text(
+            "from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
+            f"kb = knowledge_base(Path(__file__).parent, model={{'base_url': '{server.url}/v1', 'api_key': 't', "
+            "'model': 'm', 'validation_retries': 1})\nRULES = kb.rules\ntargets = kb.targets\n")
+        (tmp_path / "payments.md").write_text(PAYMENTS)
+        (tmp_path / "kb/p").mkdir(parents=True)
+        (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: payments\n    path: payments.md\n")
+        result = kbuild(tmp_path)
+        assert result.exit_code == 1
+        assert "says 30, which its facts do not" in result.output
+        sent_back = [r for r in server.requests if "says 30, which its facts do not" in r["messages"][-1]["content"]]
+        assert sent_back  # the model was asked again with the failure before the section failed
+        assert "within 30 days" not in (tmp_path / "kb/p/artifacts/views/digest.md").read_text()
