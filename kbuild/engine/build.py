@@ -13,13 +13,14 @@ lock carry the graph to a fresh clone, and makes a reverted edit cost nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import gc
 import json
 import os
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -261,9 +262,7 @@ class Engine:
         It is an upper bound: a query listed here may turn out unchanged and be cut off.
         """
         targets = list(targets)
-        state_file = self.state_dir / "state.db"
-        build = _Build(self, State(state_file if state_file.exists() else None), False, None)
-        try:
+        with self._reading() as build:
             for t in targets:
                 build.introduce(t)
             root_ids = [t.id for t in targets]
@@ -272,17 +271,13 @@ class Engine:
             build.load_graph()
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
-        finally:
-            build.close(save=False)
 
     def stale(self) -> dict[str, str]:
         """Every recorded query that a build would have to check again, and why: its own inputs,
         rule or outputs changed, or it is built (directly or not) on one that did. Unlike a dry
         run, it does not stop at a query's first changed read: this is the set a reviewer is
         shown, every page that depends on a change."""
-        state_file = self.state_dir / "state.db"
-        build = _Build(self, State(state_file if state_file.exists() else None), False, None)
-        try:
+        with self._reading() as build:
             build.load_graph()
             memos, file_hash = build.memos, build.hasher.hash
             causes: dict[str, str] = {}
@@ -314,8 +309,6 @@ class Engine:
                             nxt.append(reader)
                 frontier = sorted(nxt)
             return stale
-        finally:
-            build.close(save=False)
 
     def value(self, query: Query) -> Any:
         """The stored value of a query as the last build left it, without running anything."""
@@ -330,11 +323,18 @@ class Engine:
 
     def memos(self) -> dict[str, Memo]:
         """The recorded graph: from local state, or from the lock on a fresh clone."""
+        with self._reading() as build:
+            build.load_graph()
+            return dict(build.memos)
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[_Build]:
+        """A build that only reads: local state when there is some, else the lock alone in memory
+        (a fresh clone), and nothing written either way."""
         state_file = self.state_dir / "state.db"
         build = _Build(self, State(state_file if state_file.exists() else None), False, None)
         try:
-            build.load_graph()
-            return dict(build.memos)
+            yield build
         finally:
             build.close(save=False)
 
