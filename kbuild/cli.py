@@ -322,9 +322,32 @@ def logs(session: Session, limit: int, query: str | None, errors: bool, full: bo
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def status(session: Session, as_json: bool) -> None:
-    """What a build would run and why (the same as `kbuild build --dry-run`)."""
+    """What is stale, grouped by what changed, and what a build would run."""
     spec, engine = session.load()
-    print_plan(engine, session.targets(spec), as_json)
+    targets = session.targets(spec)
+    inspection = engine.inspect()
+    stale, memos = inspection.stale, inspection.memos
+    plan = engine.plan(targets)
+    groups: dict[str, list[str]] = {}  # what changed -> the queries stale because of it
+    for qid, (_, cause) in stale.items():
+        reason = stale[cause][0]
+        groups.setdefault(reason if reason.startswith("rule ") else f"{cause}: {reason}", []).append(qid)
+    new = sorted(q for q in plan if q not in memos)
+    if as_json:
+        click.echo(json.dumps({"causes": {c: sorted(qs) for c, qs in groups.items()}, "new": new},
+                              indent=2, sort_keys=True))
+        return
+    if not stale and not plan:
+        click.echo("up to date: nothing would run")
+        return
+    for cause in sorted(groups):
+        pages = sorted(p for q in groups[cause] for p in memos[q].outputs if p.endswith(".md"))
+        click.echo(cause)
+        click.echo(f"  {len(groups[cause])} queries stale, {len(pages)} pages" + (": " if pages else "")
+                   + ", ".join(pages[:6]) + (" ..." if len(pages) > 6 else ""))
+    for qid in new:
+        click.echo(f"{qid}: not built yet")
+    click.echo(f"a build checks these {len(stale) + len(new)} queries and runs those whose reads come out changed")
 
 
 @main.command()

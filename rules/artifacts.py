@@ -15,11 +15,12 @@ from rank_bm25 import BM25Okapi
 
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Problem, QueryFailed, Rule, rule
-from kbuild.engine.hashing import hash_bytes
 from kbuild.model.offline import clean
 from kbuild.slicing import split_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import DEFAULT_VIEWS
+
+from .guard import write_grounded
 
 VIEW_PURPOSE = {
     "digest": "What the project is and does, for anyone",
@@ -131,7 +132,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
                     bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
         return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
-    @rule(version=1)
+    @rule(version=1, params=backend.params("grounding"), prompts=backend.prompts("grounding"), uses=(write_grounded,))
     async def view_page(ctx, project, view):
         listed = await ctx.query(listing(project))
         request = next((v for v in listed["views"] if v["name"] == view), None)
@@ -165,12 +166,16 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
             body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
                         "Add a source that does, or ask for a view on something the sources cover.\n")
         page = "\n".join(body).rstrip() + "\n"
-        ctx.write(path, page)
-        ctx.note("grounding", {"passed": True, "by": "code", "page": hash_bytes(page.encode())})
+        cited = sorted({(s["origin"], ref) for s in sections if not isinstance(s, QueryFailed)
+                        for st in s["statements"] for ref in st["cites"]})
+        sources = [(await ctx.query(chunk(origin, *ref.split("/", 1))))["text"] for origin, ref in cited]
+        claims = "\n".join(st["text"] for s in sections if not isinstance(s, QueryFailed) for st in s["statements"])
+        await write_grounded(ctx, backend, path, page, claims, sources)
         return {"path": path, "summary": summary or "(a gap: nothing in the sources speaks to this)",
                 "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
 
-    @rule(params=backend.params("spec"), uses=(*backend.code, unsupported), prompts=backend.prompts("spec"))
+    @rule(params={**backend.params("spec"), "grounding": backend.params("grounding")},
+          uses=(*backend.code, unsupported, write_grounded), prompts=[*backend.prompts("spec"), *backend.prompts("grounding")])
     async def spec_page(ctx, project, name):
         listed = await ctx.query(listing(project))
         request = next(s for s in listed["specs"] if s["name"] == name)
@@ -184,11 +189,13 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
                  f"Every requirement links to the facts that support it. Requirements: {backend.label}._\n",
                  f"Up: [specs](index.md) · [{project}](../../index.md)\n", "## Requirements\n"]
         origins = {st_ref: st["origin"] for st in statements for st_ref in st["cites"]}
+        fact_texts: list[str] = []
         for n, req in enumerate(requirements, start=1):
             cited = [ref for ref in req["cites"] if ref in origins]
             if not cited:
                 raise Problem(f"{project}/specs/{name}: requirement R{n} cites no fact of its view")
             texts = [(await ctx.query(chunk(origins[ref], *ref.split("/", 1))))["text"] for ref in cited]
+            fact_texts += texts
             missing = unsupported(req["statement"], texts)
             if missing:
                 raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
@@ -201,8 +208,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
             lines.append(f"**A gap.** The {request['view']} view states no requirement (no SHALL, MUST, SHOULD, "
                          "MAY or \"required\"); nothing here is for a coding agent to implement yet.\n")
         page = "\n".join(lines).rstrip() + "\n"
-        ctx.write(path, page)
-        ctx.note("grounding", {"passed": True, "by": "code", "page": hash_bytes(page.encode())})
+        claims = "\n".join(f"{r['statement']} Acceptance: {r['acceptance']}" for r in requirements)
+        await write_grounded(ctx, backend, path, page, claims, fact_texts)
         return {"path": path, "requirements": len(requirements), "view": request["view"]}
 
     @rule(version=1)

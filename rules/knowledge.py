@@ -27,6 +27,7 @@ from kbuild.store import sources as sources_module
 from kbuild.store.sources import Source, SourcesError, parse, resolve_path
 
 from .artifacts import make_artifact_rules
+from .guard import write_grounded
 
 INDEX_LINES = 150  # an index longer than this gets another level instead of growing
 PREVIOUS_CHARS = 1200  # how much of the chunk before a model sees, for references to resolve
@@ -260,7 +261,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             raise Problem(f"{project}/{source}/{slug}: the rewrite {'; '.join(failures)}")
         return written
 
-    @rule(version=1)
+    @rule(version=1, params=backend.params("grounding"), prompts=backend.prompts("grounding"), uses=(write_grounded,))
     async def fact(ctx, project, source, slug):
         doc = await ctx.query(chunks(project, source))
         place = next(c for c in doc["chunks"] if c["slug"] == slug)
@@ -272,7 +273,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         where += f"[text.md](text.md) lines {place['start']} to {place['end']}."
         page = (f"{where}\n\n## Original\n\n{c['text']}\n## Rewritten\n\n{rewritten.strip()}\n\n"
                 f"_Rewritten: {label}._ Up: [{doc['title']}](index.md)\n")
-        ctx.write(page_path, page)
+        await write_grounded(ctx, backend, page_path, page, rewritten, [c["text"], *c["figures"].values()])
         return {"path": page_path, "hash": hash_bytes(page.encode())}
 
     @rule(params=backend.params("chunk summary"), uses=backend.code, prompts=backend.prompts("chunk summary"))

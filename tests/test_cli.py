@@ -93,3 +93,11 @@ def test_a_second_build_exits_3(project):
     with BuildLock(project / ".kbuild"):
         result = kbuild(project)
     assert result.exit_code == 3 and "another kbuild" in result.output
+
+
+def test_status_groups_what_is_stale_by_what_changed(project):
+    kbuild(project)
+    (project / "b.txt").write_text("three four\n")
+    out = kbuild(project, "status").output
+    assert 'words("b.txt"): its input b.txt changed' in out
+    assert "  2 queries stale, 1 pages: out/report.md" in out

@@ -42,7 +42,8 @@ A daily report lists every payment and refund. It is sent at 06:00 UTC to the fi
 def answer(request: dict) -> Reply:
     """Valid JSON for whichever schema was asked: the keys of every task's schema."""
     return Reply(json.dumps({"text": "A rewrite.", "summary": "A summary.", "abstract": "An abstract.",
-                             "statements": [{"text": "A statement.", "cites": [1]}], "requirements": []}),
+                             "statements": [{"text": "A statement.", "cites": [1]}], "requirements": [],
+                             "unsupported": []}),
                  prompt_tokens=100, completion_tokens=10)
 
 
@@ -90,7 +91,7 @@ def test_structured_calls_are_cached_and_accounted(tmp_path):
         (root / ".kbuild/state.db").unlink()  # every query runs again: the call cache answers
         (root / "kbuild.lock").unlink()
         code, fourth = report(root)
-        assert code == 0 and len(server.requests) == calls and fourth["cache_hits"] == calls
+        assert code == 0 and len(server.requests) == calls and fourth["calls"] == 0 and fourth["cache_hits"] >= calls
         logs = kbuild(root, "logs", "-n", "100").output
         assert logs.count("rewrite") >= 3 and " cache " in logs
         assert "A statement." in kbuild(root, "logs", "-n", "1", "--full").output

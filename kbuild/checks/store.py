@@ -15,7 +15,7 @@ from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
 from .links import broken_links
 
-CHECKED_RULES = ("view_page", "spec_page")  # pages whose statements must be grounded in their facts
+CHECKED_RULES = ("fact", "view_page", "spec_page")  # pages whose statements must be grounded in their sources
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,12 @@ class Finding:
 
 def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     root = engine.root
-    memos = engine.memos()
-    stale = engine.stale()
+    inspection = engine.inspect()
+    memos, stale = inspection.memos, inspection.stale
     findings: list[Finding] = []
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
 
-    for qid, reason in sorted(stale.items()):
+    for qid, (reason, _) in sorted(stale.items()):
         memo = memos.get(qid)
         if memo is None:
             continue  # a query nobody has built: reported below as what it is (a source, a view)

@@ -272,11 +272,12 @@ class Engine:
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
 
-    def stale(self) -> dict[str, str]:
-        """Every recorded query that a build would have to check again, and why: its own inputs,
-        rule or outputs changed, or it is built (directly or not) on one that did. Unlike a dry
-        run, it does not stop at a query's first changed read: this is the set a reviewer is
-        shown, every page that depends on a change."""
+    def inspect(self) -> Inspection:
+        """The recorded graph and every query that a build would have to check again, in one
+        reading of the lock and the files: (why, the query whose own inputs, rule or outputs
+        changed and that it is built on, directly or not). Unlike a dry run, it does not stop at a
+        query's first changed read: this is the set a reviewer is shown, every page that depends
+        on a change."""
         with self._reading() as build:
             build.load_graph()
             memos, file_hash = build.memos, build.hasher.hash
@@ -298,17 +299,17 @@ class Engine:
                 for dep, _ in flat(memo.deps):
                     if not dep.startswith(FILE):
                         readers.setdefault(dep, []).append(qid)
-            stale = dict(causes)
+            stale = {qid: (reason, qid) for qid, reason in causes.items()}
             frontier = sorted(causes)
             while frontier:  # breadth first, so each query names the nearest stale query it reads
                 nxt = []
                 for qid in frontier:
                     for reader in readers.get(qid, ()):
                         if reader not in stale:
-                            stale[reader] = f"it is built on {qid}, which is out of date"
+                            stale[reader] = (f"it is built on {qid}, which is out of date", stale[qid][1])
                             nxt.append(reader)
                 frontier = sorted(nxt)
-            return stale
+            return Inspection(dict(memos), stale)
 
     def value(self, query: Query) -> Any:
         """The stored value of a query as the last build left it, without running anything."""
@@ -337,6 +338,12 @@ class Engine:
             yield build
         finally:
             build.close(save=False)
+
+
+@dataclass
+class Inspection:
+    memos: dict[str, Memo]
+    stale: dict[str, tuple[str, str]]  # query id -> (why, the query whose own change it comes from)
 
 
 def _targets_digest(root_ids: list[str]) -> str:

@@ -2,7 +2,8 @@
 
 A backend answers the questions of the rules: rewrite a chunk, summarise a chunk, summarise a
 source, write a project's abstract, put a table or figure into words, write a section of a view
-(statements citing facts) and a spec (requirements citing statements). `params(task)` and the backend's `code` go into the fingerprint of the rule that asks, so
+(statements citing facts) and a spec (requirements citing statements), and say which statements
+of a page its sources do not support (the grounding check). `params(task)` and the backend's `code` go into the fingerprint of the rule that asks, so
 that switching backend or model, or changing the backend's code, makes exactly those pages stale.
 """
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Backend(Protocol):
                             check: Any) -> list[dict[str, Any]]: ...
 
     async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+    async def ground(self, ctx: Any, page: str, sources: list[str]) -> list[str]: ...
 
 
 __all__ = ["Backend", "ModelSettings", "OfflineBackend", "choose_backend"]

@@ -33,7 +33,8 @@ MALFORMED_BODY_RETRIES = 2
 
 
 TEMPLATES = {"rewrite": "rewrite.md", "chunk summary": "chunk-summary.md", "source summary": "source-summary.md",
-             "abstract": "abstract.md", "figure": "figure.md", "view": "view.md", "spec": "spec.md"}
+             "abstract": "abstract.md", "figure": "figure.md", "view": "view.md", "spec": "spec.md",
+             "grounding": "ground.md"}
 
 
 class Rewrite(BaseModel):
@@ -73,6 +74,10 @@ class Requirement(BaseModel):
 
 class Spec(BaseModel):
     requirements: list[Requirement]
+
+
+class Grounding(BaseModel):
+    unsupported: list[str]
 
 
 def prompt_path(name: str) -> Path:
@@ -182,6 +187,13 @@ class OpenAIBackend:
         cites = {n: st["cites"] for n, st in enumerate(statements, start=1)}
         return [{"statement": r.statement, "acceptance": r.acceptance,
                  "cites": [ref for c in r.cites if c in cites for ref in cites[c]]} for r in reply.requirements]
+
+    async def ground(self, ctx: Any, page: str, sources: list[str]) -> list[str]:
+        """The statements of a page that its sources do not support, by one model call that reads
+        only the page and what it links to."""
+        reply = await self.ask(ctx, "grounding", "ground.md", Grounding, page=untrusted(page),
+                               sources=untrusted("\n\n---\n\n".join(sources)))
+        return reply.unsupported
 
     # -- one structured call, cached -------------------------------------------------------
 

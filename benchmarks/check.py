@@ -1,0 +1,76 @@
+"""`kbuild check` on a store of about 10,000 facts, against `git status` on the same tree.
+
+    python benchmarks/check.py [--facts 10000] [--runs 3]
+
+Builds (offline backend) a store from sources of generated prose cut into small facts, commits
+it to a git repository, then times, in one run, medians of --runs: `kbuild check` in a fresh
+process (no .kbuild/, as on a CI clone) and `git status --porcelain`.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORDS = ("ledger account balance transfer clearing settlement batch window audit record export report merchant "
+         "refund payout reserve currency rate fee invoice schedule retry limit").split()
+
+
+def run(cmd: list[str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if result.returncode not in (0,):
+        raise SystemExit(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--facts", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    rng = random.Random(3)
+    kbuild = [sys.executable, "-m", "kbuild"]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        run([*kbuild, "init", "."], root)
+        kbuildfile = root / "Kbuildfile.py"
+        kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000",
+                                                             "floor_tokens=30, cap_tokens=60"))
+        sources = 20
+        for n in range(sources):
+            paragraphs = []
+            for p in range(args.facts // sources):
+                sentence = " ".join(rng.choice(WORDS) for _ in range(14)).capitalize() + "."
+                paragraphs.append((f"## Part {p}\n\n" if p % 25 == 0 else "") + sentence + " " + sentence.lower())
+            (root / f"doc{n}.md").write_text(f"# Document {n}\n\n" + "\n\n".join(paragraphs) + "\n")
+            run([*kbuild, "add", "bench", f"doc{n}.md"], root)
+        t0 = time.perf_counter()
+        run([*kbuild], root)
+        cold = time.perf_counter() - t0
+        facts = sum(1 for p in (root / "kb").rglob("*.md") if p.read_text().startswith("Source: "))
+        for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                    ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "store"]):
+            subprocess.run(cmd, cwd=root, check=True)
+        shutil.rmtree(root / ".kbuild")
+        run(["git", "status", "--porcelain"], root)  # warm the page cache for both alike
+        checks, gits = [], []
+        for _ in range(args.runs):
+            checks.append(run([*kbuild, "check"], root))
+            gits.append(run(["git", "status", "--porcelain"], root))
+        files = sum(1 for p in root.rglob("*") if p.is_file() and ".git/" not in p.as_posix())
+        check_s, git_s = statistics.median(checks), statistics.median(gits)
+        print(f"{facts} facts, {files} files; cold build {cold:.1f} s; kbuild check {check_s:.2f} s "
+              f"(fresh process, no .kbuild/); git status {git_s:.3f} s; ratio {check_s / git_s:.0f}x "
+              f"(median of {args.runs})")
+
+
+if __name__ == "__main__":
+    main()
