@@ -70,11 +70,14 @@ def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool) ->
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 @click.option("--refresh", is_flag=True, help="Ask the model again instead of using cached answers.")
 @click.option("--no-fetch", is_flag=True, help="Do not download url sources again; use the copies in raw/.")
+@click.option("--cutoff", type=click.Choice(["meaning", "exact"]), default="meaning", show_default=True,
+              help="exact: a rebuilt page stops the climb only when it is byte for byte the same.")
 @click.pass_obj
 def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False,
-          no_fetch: bool = False) -> None:
+          no_fetch: bool = False, cutoff: str = "meaning") -> None:
     """Bring the store up to date (the command to run after `git pull`)."""
     spec, engine = session.load()
+    engine.cutoff_hooks = cutoff == "meaning"
     fetch_problems = [] if dry_run or no_fetch or spec.before_build is None else spec.before_build()
     for problem in fetch_problems:
         click.secho(f"failed: {problem}", fg="red", err=True)
@@ -91,6 +94,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         fail(str(exc), code=2)
     finally:
         progress.close()
+    save_report(engine, report)
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
     else:
@@ -378,6 +382,18 @@ def explain(session: Session, what: str) -> None:
     readers = sorted(graph.predecessors(qid)) if qid in graph else []
     for reader in readers:
         click.echo(f"    read by {reader}")
+    for path in sorted((engine.state_dir / "reports").glob("*.json"), reverse=True):
+        past = json.loads(path.read_text())
+        if qid in past["reasons"]:
+            click.echo(f"  last ran in the build of {path.stem[:15]}: {past['reasons'][qid]}")
+            decision = past.get("decisions", {}).get(qid)
+            if decision:
+                verdict = "same: the old text was kept" if decision["same"] else "different"
+                click.echo(f"  cutoff: {verdict} (stage {decision['stage']}, p={decision['probability']}: "
+                           f"{decision['reason']})")
+            elif qid in past.get("cutoff", {}):
+                click.echo("  cutoff: its new value was byte for byte the old one")
+            break
 
 
 @main.command()
@@ -448,6 +464,17 @@ def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
 
 
+def save_report(engine: Engine, report: Report) -> None:
+    """Every build leaves its report in .kbuild/reports/ (the newest 50 are kept) for `explain`."""
+    from .engine.files import atomic_write
+
+    folder = engine.state_dir / "reports"
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**9:09d}"
+    atomic_write(folder / f"{stamp}.json", json.dumps(report_json(report), indent=1, sort_keys=True).encode())
+    for old in sorted(folder.glob("*.json"))[:-50]:
+        old.unlink()
+
+
 def report_json(report: Report) -> dict[str, Any]:
     return {
         "executed": report.executed,
@@ -459,6 +486,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "calls": report.calls,
         "cache_hits": report.cache_hits,
         "counters": report.counters,
+        "decisions": report.decisions,
         "warnings": report.warnings,
         "seconds": round(report.seconds, 3),
     }

@@ -11,13 +11,13 @@ import re
 from typing import Any
 
 import snowballstemmer
-from rank_bm25 import BM25Okapi
 
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Problem, QueryFailed, Rule, rule
 from kbuild.model.offline import clean
 from kbuild.slicing import split_sentences
 from kbuild.store.layout import link
+from kbuild.engine.hashing import hash_bytes
 from kbuild.store.sources import DEFAULT_VIEWS
 
 from .guard import write_grounded
@@ -50,9 +50,20 @@ def tokens(text: str) -> list[str]:
     return STEM.stemWords(WORD.findall(text.lower()))
 
 
-def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
+def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[Rule]:
     store, backend = kb.store, kb.backend
-    listing, chunks, chunk = r["listing"], r["chunks"], r["chunk"]
+    listing, chunk, fact_groups = r["listing"], r["chunk"], r["fact_groups"]
+
+    async def same_section(ctx, old, new):
+        """A section is the same when it cites the same facts in the same order and its statements
+        mean the same; then the old words stay and the page above is not rewritten."""
+        def cites(section):
+            return [st["cites"] for st in section["statements"]]
+
+        if cites(old) != cites(new) or old["title"] != new["title"]:
+            return False
+        joined = [" \n".join(st["text"] for st in section["statements"]) for section in (old, new)]
+        return await same_meaning(ctx, *joined)
 
     def views_dir(project: str) -> str:
         return f"{store.project(project)}/artifacts/views"
@@ -61,26 +72,37 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
         return f"{store.project(project)}/artifacts/specs"
 
     @rule(version=1, uses=(_sentences,))
-    async def fact_sentences(ctx, project, source):
-        """The prose sentences of each fact of a source, which views select and cite."""
-        doc = await ctx.query(chunks(project, source))
-        texts = await ctx.query_all([chunk(project, source, c["slug"]) for c in doc["chunks"]])
-        return {"title": doc["title"],
-                "facts": [{"ref": f"{source}/{c['slug']}", "sentences": _sentences(t["text"])}
-                          for c, t in zip(doc["chunks"], texts)]}
+    async def fact_sentences(ctx, project, source, group):
+        """The prose sentences of each fact of one group of a source, which views select and cite."""
+        found = await ctx.query(fact_groups(project, source))
+        if group >= len(found["groups"]):
+            raise Problem(f"{project}/{source} has no group {group} any more")
+        slugs = found["groups"][group]["slugs"]
+        texts = await ctx.query_all([chunk(project, source, s) for s in slugs])
+        section = found["groups"][group]["section"]
+        return {"title": found["title"] if section == found["title"] else f"{found['title']} › {section}",
+                "facts": [{"ref": f"{source}/{slug}", "sentences": _sentences(t["text"])} for slug, t in zip(slugs, texts)]}
 
-    @rule(params=backend.params("view"), uses=backend.code, prompts=backend.prompts("view"))
-    async def view_section(ctx, project, view, origin, source):
-        """One section of a view: what the facts of one source say to it."""
+    @rule(version=1)
+    async def view_request(ctx, project, view):
+        """A view's request as sources.yml has it (None for a default view), so that sections read
+        only their own request and not every edit of sources.yml."""
         listed = await ctx.query(listing(project))
-        request = next((v for v in listed["views"] if v["name"] == view), None)
+        return next((v for v in listed["views"] if v["name"] == view), None)
+
+    @rule(params={**backend.params("view"), "grounding": backend.params("grounding")}, uses=backend.code,
+          prompts=[*backend.prompts("view"), *backend.prompts("grounding")], cutoff=same_section)
+    async def view_section(ctx, project, view, origin, source, group):
+        """One section of a view: what one group of a source's facts says to it (for a view on
+        request, group -1: the facts of the source that the ranking found)."""
+        request = await ctx.query(view_request(project, view))
         if request is not None:  # a requested view: the facts the ranking found
             hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
             facts = [{"ref": h["ref"], "sentences": [h["sentence"]]} for h in hits]
             about, kind = request["about"], "requested"
-            title = (await ctx.query(fact_sentences(origin, source)))["title"]
+            title = (await ctx.query(fact_groups(origin, source)))["title"]
         else:
-            found = await ctx.query(fact_sentences(origin, source))
+            found = await ctx.query(fact_sentences(origin, source, group))
             facts, about, kind, title = found["facts"], VIEW_PURPOSE[view], view, found["title"]
         known = {f["ref"] for f in facts}
         cited_text: dict[str, str] = {}
@@ -104,6 +126,12 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
         failures = grounded(statements)
         if failures:
             raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")
+        cited = sorted({r for st in statements for r in st["cites"]})
+        unsupported_claims = await backend.ground(ctx, "\n".join(st["text"] for st in statements),
+                                                  [cited_text[r] for r in cited]) if statements else []
+        if unsupported_claims:
+            listed = "; ".join(f"\"{c[:80]}\"" for c in unsupported_claims[:5])
+            raise Problem(f"{project}/views/{view}, section {title}: its facts do not support {listed}")
         return {"origin": origin, "source": source, "title": title, "statements": statements}
 
     @rule(version=1, uses=(tokens,))
@@ -115,9 +143,14 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
         for other in request["across"]:
             other_listing = await ctx.query(listing(other))
             origins += [(other, s["id"]) for s in other_listing["sources"]]
-        found = await ctx.query_all([fact_sentences(p, s) for p, s in origins], return_failures=True)
-        rows = [(p, s, f["ref"], sentence) for (p, s), doc in zip(origins, found) if not isinstance(doc, QueryFailed)
+        outlines = await ctx.query_all([fact_groups(p, s) for p, s in origins], return_failures=True)
+        groups = [(p, s, n) for (p, s), o in zip(origins, outlines) if not isinstance(o, QueryFailed)
+                  for n in range(len(o["groups"]))]
+        found = await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups], return_failures=True)
+        rows = [(p, s, f["ref"], sentence) for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                 for f in doc["facts"] for sentence in f["sentences"]]
+        from rank_bm25 import BM25Okapi  # numpy with it: imported when a requested view is built
+
         query = tokens(request["about"])
         hits: dict[str, list[dict[str, Any]]] = {}
         if rows and query:
@@ -132,19 +165,23 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
                     bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
         return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
-    @rule(version=1, params=backend.params("grounding"), prompts=backend.prompts("grounding"), uses=(write_grounded,))
+    @rule(version=1)
     async def view_page(ctx, project, view):
         listed = await ctx.query(listing(project))
         request = next((v for v in listed["views"] if v["name"] == view), None)
         if request is not None:
             ranked = await ctx.query(view_hits(project, view))
             keys = [k for k in ranked["origins"] if k in ranked["hits"]]
-            origins = [tuple(k.split("/", 1)) for k in keys]
+            parts = [(*k.split("/", 1), -1) for k in keys]
             purpose = f"On request: {request['about']}"
         else:
-            origins = [(project, s["id"]) for s in listed["sources"]]
+            ids = [s["id"] for s in listed["sources"]]
+            outlines = await ctx.query_all([fact_groups(project, s) for s in ids], return_failures=True)
+            parts = [(project, s, n) for s, o in zip(ids, outlines) if not isinstance(o, QueryFailed)
+                     for n in range(len(o["groups"]))]
             purpose = VIEW_PURPOSE[view]
-        sections = await ctx.query_all([view_section(project, view, p, s) for p, s in origins], return_failures=True)
+        # a section that fails its checks fails the page: the previous version stays whole
+        sections = await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
         path = f"{views_dir(project)}/{view}.md"
         body = [f"# {view.replace('-', ' ').capitalize()} view of {listed['title'] or project}\n",
                 f"_{purpose}. Every statement cites the fact it comes from. Statements: {backend.label}._\n",
@@ -166,11 +203,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
             body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
                         "Add a source that does, or ask for a view on something the sources cover.\n")
         page = "\n".join(body).rstrip() + "\n"
-        cited = sorted({(s["origin"], ref) for s in sections if not isinstance(s, QueryFailed)
-                        for st in s["statements"] for ref in st["cites"]})
-        sources = [(await ctx.query(chunk(origin, *ref.split("/", 1))))["text"] for origin, ref in cited]
-        claims = "\n".join(st["text"] for s in sections if not isinstance(s, QueryFailed) for st in s["statements"])
-        await write_grounded(ctx, backend, path, page, claims, sources)
+        ctx.write(path, page)  # each section was checked, code and model, before it came here
+        ctx.note("grounding", {"passed": True, "by": "sections", "page": hash_bytes(page.encode())})
         return {"path": path, "summary": summary or "(a gap: nothing in the sources speaks to this)",
                 "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
 
@@ -232,4 +266,4 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule]) -> list[Rule]:
                   f"- [views/](views/index.md): {len(view_lines)} views\n- [specs/](specs/index.md): {len(spec_lines)} specs\n")
         return {"views": len(view_lines), "specs": len(spec_lines)}
 
-    return [fact_sentences, view_section, view_hits, view_page, spec_page, artifacts]
+    return [fact_sentences, view_request, view_section, view_hits, view_page, spec_page, artifacts]

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from kbuild.checks.links import broken_links_in
-from kbuild.convert import ConversionError, convert
 from kbuild.engine import Problem, Query, QueryFailed, Rule, rule
+from kbuild import meaning
 from kbuild.engine.hashing import hash_bytes
+from kbuild.meaning import classify
 from kbuild.model import Backend
 from kbuild import slicing
 from kbuild.slicing import Chunk, chunk_texts, slice_text
@@ -29,11 +30,12 @@ from kbuild.store.sources import Source, SourcesError, parse, resolve_path
 from .artifacts import make_artifact_rules
 from .guard import write_grounded
 
+GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
 INDEX_LINES = 150  # an index longer than this gets another level instead of growing
 PREVIOUS_CHARS = 1200  # how much of the chunk before a model sees, for references to resolve
 RESERVED = {"index", "text", "pages", "figures"}
 _convert_lock = threading.Lock()
-CONVERTER = tuple(m for name, m in sorted(sys.modules.items()) if name.startswith("kbuild.convert"))  # pymupdf is not thread-safe; conversions run one at a time
+CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint  # pymupdf is not thread-safe; conversions run one at a time
 
 
 def assign_slugs(chains: list[tuple[str, ...]]) -> list[str]:
@@ -76,6 +78,8 @@ def _title(text: str, fallback: str) -> str:
 
 
 def _convert(data: bytes, name: str) -> Any:
+    from kbuild.convert import convert  # pymupdf with it: imported when a source is converted
+
     with _convert_lock:
         return convert(data, name)
 
@@ -122,6 +126,10 @@ class KnowledgeBase:
 def _make_rules(kb: KnowledgeBase) -> list[Rule]:
     store, backend = kb.store, kb.backend
     label = backend.label
+
+    async def same_meaning(ctx, old, new):
+        """A rebuilt text that means what the old one meant keeps the old text (meaning cutoff)."""
+        return await classify(ctx, old, new, backend)
 
     @rule(uses=(sources_module,))
     async def listing(ctx, project):
@@ -179,7 +187,11 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         data = ctx.read(got["path"])
         try:
             converted = await asyncio.to_thread(_convert, data, "original" + got["ext"])
-        except ConversionError as exc:
+        except Exception as exc:
+            from kbuild.convert import ConversionError
+
+            if not isinstance(exc, ConversionError):
+                raise
             raise Problem(f"{project}/{source} ({got['origin']}): {exc}") from None
         for warning in converted.warnings:
             ctx.warn(f"{project}/{source}: {warning}")
@@ -240,13 +252,15 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return {"text": span, "headings": here["headings"], "previous": before[0][-PREVIOUS_CHARS:] if before else "",
                 "title": doc["title"], "figures": figures}
 
-    @rule(params=backend.params("figure"), uses=backend.code, prompts=backend.prompts("figure"))
+    @rule(params=backend.params("figure"), uses=(*backend.code, meaning), prompts=backend.prompts("figure"),
+          cutoff=same_meaning)
     async def figure_text(ctx, project, source, name):
         doc = await ctx.query(text(project, source))
         png = ctx.read(store.figure(project, source, name, ".png"))
         return await backend.describe_figure(ctx, png, doc["figures"][name], name, doc["title"])
 
-    @rule(params=backend.params("rewrite"), uses=backend.code, prompts=backend.prompts("rewrite"))
+    @rule(params=backend.params("rewrite"), uses=(*backend.code, meaning), prompts=backend.prompts("rewrite"),
+          cutoff=same_meaning)
     async def rewrite(ctx, project, source, slug):
         c = await ctx.query(chunk(project, source, slug))
         page = kb.root / store.fact(project, source, slug)
@@ -276,17 +290,46 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         await write_grounded(ctx, backend, page_path, page, rewritten, [c["text"], *c["figures"].values()])
         return {"path": page_path, "hash": hash_bytes(page.encode())}
 
-    @rule(params=backend.params("chunk summary"), uses=backend.code, prompts=backend.prompts("chunk summary"))
+    @rule(params=backend.params("chunk summary"), uses=(*backend.code, meaning), prompts=backend.prompts("chunk summary"),
+          cutoff=same_meaning)
     async def chunk_summary(ctx, project, source, slug):
         c = await ctx.query(chunk(project, source, slug))
         return await backend.summarise_chunk(ctx, c["text"], c["headings"], c["previous"])
 
-    @rule(params=backend.params("source summary"), uses=backend.code, prompts=backend.prompts("source summary"))
-    async def source_summary(ctx, project, source):
+    @rule(version=1)
+    async def fact_groups(ctx, project, source):
+        """The source's facts in groups of at most GROUP_FACTS, one section of the source each:
+        what a summary level or a view section reads, so that one changed fact costs one group's
+        worth of tokens, whatever the length of the source."""
         doc = await ctx.query(chunks(project, source))
-        summaries = await ctx.query_all(
-            [chunk_summary(project, source, c["slug"]) for c in doc["chunks"]], return_failures=True)
-        return await backend.summarise_source(ctx, doc["title"], [s for s in summaries if isinstance(s, str)])
+        groups: list[dict[str, Any]] = []
+        for c in doc["chunks"]:
+            heads = c["headings"][1:] if c["headings"][:1] == [doc["title"]] else c["headings"]
+            section = heads[0] if heads else doc["title"]
+            if not groups or groups[-1]["section"] != section or len(groups[-1]["slugs"]) >= GROUP_FACTS:
+                groups.append({"section": section, "slugs": []})
+            groups[-1]["slugs"].append(c["slug"])
+        return {"title": doc["title"], "groups": groups}
+
+    @rule(params=backend.params("source summary"), uses=(*backend.code, meaning), prompts=backend.prompts("source summary"),
+          cutoff=same_meaning)
+    async def group_summary(ctx, project, source, group):
+        found = await ctx.query(fact_groups(project, source))
+        if group >= len(found["groups"]):
+            raise Problem(f"{project}/{source} has no group {group} any more")
+        slugs = found["groups"][group]["slugs"]
+        summaries = await ctx.query_all([chunk_summary(project, source, s) for s in slugs], return_failures=True)
+        kept = [s for s in summaries if isinstance(s, str)]
+        return kept[0] if len(kept) == 1 else await backend.summarise_source(ctx, found["title"], kept)
+
+    @rule(params=backend.params("source summary"), uses=(*backend.code, meaning), prompts=backend.prompts("source summary"),
+          cutoff=same_meaning)
+    async def source_summary(ctx, project, source):
+        found = await ctx.query(fact_groups(project, source))
+        summaries = await ctx.query_all([group_summary(project, source, n) for n in range(len(found["groups"]))],
+                                        return_failures=True)
+        kept = [s for s in summaries if isinstance(s, str)]
+        return kept[0] if len(kept) == 1 else await backend.summarise_source(ctx, found["title"], kept)
 
     @rule(version=1)
     async def source_index(ctx, project, source):
@@ -325,14 +368,23 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             ctx.write(store.source_index(project, source), head + "\n".join(lines) + "\n")
         return {"title": doc["title"], "summary": summary, "facts": len(entries), "missing": len(slugs) - len(entries)}
 
-    @rule(params=backend.params("abstract"), uses=backend.code, prompts=backend.prompts("abstract"))
+    @rule(params=backend.params("abstract"), uses=(*backend.code, meaning), prompts=backend.prompts("abstract"),
+          cutoff=same_meaning)
     async def abstract(ctx, project):
-        listed = await ctx.query(listing(project))
-        indexes = await ctx.query_all([source_index(project, s["id"]) for s in listed["sources"]], return_failures=True)
+        outline = await ctx.query(project_outline(project))
+        indexes = await ctx.query_all([source_index(project, s) for s in outline["sources"]], return_failures=True)
         summaries = [f"{i['title']}: {i['summary']}" for i in indexes if not isinstance(i, QueryFailed)]
-        return await backend.abstract(ctx, listed["title"] or project, summaries)
+        return await backend.abstract(ctx, outline["title"], summaries)
 
-    artifact_rules = make_artifact_rules(kb, {"listing": listing, "chunks": chunks, "chunk": chunk})
+    @rule(version=1)
+    async def project_outline(ctx, project):
+        """The project's title and source ids: what its abstract depends on, and not where each
+        source lives (a moved file must not reach the model)."""
+        listed = await ctx.query(listing(project))
+        return {"title": listed["title"] or project, "sources": [s["id"] for s in listed["sources"]]}
+
+    artifact_rules = make_artifact_rules(kb, {"listing": listing, "chunk": chunk, "fact_groups": fact_groups},
+                                         same_meaning)
     artifacts_rule = next(r for r in artifact_rules if r.name == "artifacts")
 
     @rule(version=1)
@@ -385,5 +437,5 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         ctx.write(store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
         return len(projects)
 
-    return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, rewrite, fact, chunk_summary, source_summary,
-            source_index, abstract, project_index, root_index, *artifact_rules]
+    return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, rewrite, fact, chunk_summary, fact_groups, group_summary, source_summary,
+            source_index, abstract, project_outline, project_index, root_index, *artifact_rules]

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import fcntl
 import gc
+import inspect
 import json
 import os
 import time
@@ -73,6 +74,7 @@ class Report:
     failed: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, list[str]] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # cutoff hooks' decisions, by query
     reasons: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     calls: int = 0
@@ -212,8 +214,10 @@ class Engine:
         lock_path: Path | None = None,
         cache_dir: Path | None = None,
         max_calls: int = 4,
+        cutoff_hooks: bool = True,
     ) -> None:
         self.root = Path(root).resolve()
+        self.cutoff_hooks = cutoff_hooks  # False: exact cutoff only (`kbuild build --cutoff exact`)
         self.rules: dict[str, Rule] = {}
         for r in rules:
             self.register(r)
@@ -344,6 +348,11 @@ class Engine:
 class Inspection:
     memos: dict[str, Memo]
     stale: dict[str, tuple[str, str]]  # query id -> (why, the query whose own change it comes from)
+
+
+def _takes_context(hook: Callable[..., Any]) -> bool:
+    """A cutoff hook is hook(old, new), or hook(ctx, old, new) when it needs to ask a model."""
+    return len(inspect.signature(hook).parameters) == 3
 
 
 def _targets_digest(root_ids: list[str]) -> str:
@@ -719,14 +728,22 @@ class _Build:
         outputs_intact = memo is not None and self._outputs_intact(memo)
         if memo is not None and digest == memo.hash:
             cut = "exact"
-        elif memo is not None and rule.cutoff is not None and outputs_intact:
+        elif memo is not None and rule.cutoff is not None and outputs_intact and self.engine.cutoff_hooks:
             old_blob = self.state.load_value(qid)
             if old_blob is not None and hash_bytes(old_blob) == memo.hash:
                 old_value = decode_value(old_blob)
                 try:
-                    same = rule.cutoff(old_value, decode_value(blob))
+                    hook = rule.cutoff
+                    args = (ctx, old_value, decode_value(blob)) if _takes_context(hook) else (old_value, decode_value(blob))
+                    verdict = hook(*args)
+                    if inspect.isawaitable(verdict):
+                        verdict = await verdict
                 except Exception as exc:
                     return self._fail(qid, f"its cutoff hook raised {type(exc).__name__}: {exc}", exc)
+                same = getattr(verdict, "same", verdict)
+                if hasattr(verdict, "stage"):  # a classifier's decision: kept for the report and explain
+                    self.report.decisions[qid] = {"same": bool(same), "stage": verdict.stage,
+                                                  "probability": verdict.probability, "reason": verdict.reason}
                 if same:
                     cut, blob, digest = "hook", old_blob, memo.hash
         try:
@@ -775,10 +792,18 @@ class _Build:
         return written
 
     def _remove_output(self, path: str) -> None:
+        full = output_path(self.engine.root, path)
         try:
-            output_path(self.engine.root, path).unlink()
+            full.unlink()
         except FileNotFoundError:
             pass
+        for folder in full.parents:  # folders the removed files leave empty go too
+            if folder == self.engine.root or not folder.is_relative_to(self.engine.root):
+                break
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (or gone): stop climbing
+                break
         self.hasher.forget(path)
         self.report.removed.append(path)
 

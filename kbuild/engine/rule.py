@@ -1,6 +1,7 @@
 """Rules and queries: a rule is a function; a query is that rule applied to one key."""
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import textwrap
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -91,7 +92,17 @@ class Rule:
 
 
 def _source_of(fn: Any) -> str:
-    """The source text, so that the fingerprint is the same on every Python version and machine."""
+    """The source text, so that the fingerprint is the same on every Python version and machine.
+
+    A string names a module or package whose files are read without importing it, so a rule can
+    depend on a heavy library's code (a converter) without a no-op build paying for its import.
+    """
+    if isinstance(fn, str):
+        spec = importlib.util.find_spec(fn)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"`uses` names {fn!r}, which is not an importable module")
+        files = sorted(Path(spec.origin).parent.rglob("*.py")) if spec.submodule_search_locations else [Path(spec.origin)]
+        return "".join(f.read_text() for f in files)
     try:
         return textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):

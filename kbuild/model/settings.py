@@ -59,7 +59,6 @@ def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
     """The OpenAI-compatible backend when a key or a base URL is configured, else the offline one
     (and say so once)."""
     from .offline import OfflineBackend
-    from .openai_backend import OpenAIBackend
 
     global _said_offline
     try:
@@ -69,6 +68,8 @@ def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
         raise ValueError(f"model settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     resolved = given.resolved()
     if resolved.configured:
+        from .openai_backend import OpenAIBackend  # the openai package takes 0.8 s to import
+
         return OpenAIBackend(resolved)
     if not _said_offline:
         _said_offline = True

@@ -1,0 +1,146 @@
+"""Updates: a changed source reaches every page built on it, and stops where the meaning holds."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbuild.cli import main
+from kbuild.meaning import classify_text
+
+DATA = Path(__file__).resolve().parent / "data"
+
+PAYMENTS = """# Payments
+
+The service accepts card payments from customers in the euro area.
+
+## Refunds
+
+Refunds SHALL be requested within 90 days of the payment. A refund returns the whole amount to the card.
+
+## Reports
+
+A daily report lists every payment and every refund. The finance team receives it each morning.
+"""
+
+
+def kbuild(root: Path, *args: str):
+    return CliRunner().invoke(main, ["-C", str(root), *args])
+
+
+def build_json(root: Path, *args: str) -> dict:
+    result = kbuild(root, "build", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output[result.output.index("{"):])
+
+
+def pages(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted((root / "kb").rglob("*.md"))}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    kbuildfile = tmp_path / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
+    (tmp_path / "payments.md").write_text(PAYMENTS)
+    (tmp_path / "other.md").write_text("# Other\n\nThe shop opens at nine. It closes at six on weekdays.\n")
+    for name in ("payments.md", "other.md"):
+        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    assert kbuild(tmp_path, "view", "add", "shop", "refunds", "--about", "refund requests and deadlines").exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "shop", "refund-rules", "--view", "refunds").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    return tmp_path
+
+
+def test_shall_to_should_reaches_every_view_and_spec_citing_it(store):
+    before = pages(store)
+    (store / "payments.md").write_text(PAYMENTS.replace("SHALL be requested", "SHOULD be requested"))
+    report = build_json(store)
+    after = pages(store)
+    assert "requirement keywords changed: ['SHALL'] -> ['SHOULD']" in json.dumps(report["decisions"])
+    for page, text in after.items():
+        if "SHALL be requested" in before.get(page, ""):
+            assert "SHOULD be requested" in text and "SHALL be requested" not in text, page
+    assert "SHOULD be requested" in after["kb/shop/artifacts/specs/refund-rules.md"]
+    assert kbuild(store, "check").exit_code == 0
+
+
+def test_a_typo_stops_at_the_fact(store):
+    before = pages(store)
+    (store / "payments.md").write_text(PAYMENTS.replace("every refund", "evrey refund"))
+    report = build_json(store)
+    after = pages(store)
+    changed = sorted(p for p in after if after[p] != before.get(p))
+    assert changed and all(p.startswith("kb/shop/facts/payments/") or p.startswith("kb/shop/raw/payments/")
+                           for p in changed), changed
+    assert all(not p.startswith("kb/shop/artifacts/") for p in changed)
+    kept = [q for q, d in report["decisions"].items() if d["same"]]
+    assert any(q.startswith("rewrite(") for q in kept) and all(d["stage"] in ("exact", "edit")
+                                                              for d in report["decisions"].values())
+    assert kbuild(store, "check").exit_code == 0
+    explained = kbuild(store, "explain", kept[0]).output
+    assert "cutoff: same: the old text was kept (stage edit" in explained
+
+
+def test_with_exact_cutoff_a_replay_of_real_revisions_equals_a_clean_build_each_time(tmp_path):
+    revisions = sorted((DATA / "pep-0747").glob("rev-*.rst"))
+    incremental, clean = tmp_path / "incremental", tmp_path / "clean"
+    for folder in (incremental, clean):
+        folder.mkdir()
+        assert kbuild(folder, "init", str(folder)).exit_code == 0
+        shutil.copy(revisions[0], folder / "pep.rst")
+        assert kbuild(folder, "add", "peps", "pep.rst").exit_code == 0
+    build_json(incremental, "--cutoff", "exact")
+    for revision in revisions[1:]:
+        shutil.copy(revision, incremental / "pep.rst")
+        build_json(incremental, "--cutoff", "exact")
+        assert kbuild(incremental, "check").exit_code == 0
+        shutil.rmtree(clean / "kb" / "peps" / "raw", ignore_errors=True)
+        for generated in [p for p in (clean / "kb").rglob("*") if p.is_file() and p.name != "sources.yml"]:
+            generated.unlink()
+        shutil.rmtree(clean / ".kbuild", ignore_errors=True)
+        (clean / "kbuild.lock").unlink(missing_ok=True)
+        shutil.copy(revision, clean / "pep.rst")
+        build_json(clean, "--cutoff", "exact")
+        assert pages(incremental) == pages(clean), revision.name
+        assert (incremental / "kbuild.lock").read_text() == (clean / "kbuild.lock").read_text()
+
+
+def test_a_removed_source_takes_its_pages_with_it(store):
+    sources = store / "kb/shop/sources.yml"
+    sources.write_text(sources.read_text().replace("  - id: other\n    path: other.md\n", ""))
+    build_json(store)
+    assert not (store / "kb/shop/raw/other").exists() and not (store / "kb/shop/facts/other").exists()
+    assert "other" not in (store / "kb/shop/index.md").read_text().lower().split("## folders")[0].replace("others", "")
+    assert kbuild(store, "check").exit_code == 0
+
+
+def test_a_moved_file_with_the_same_content_costs_no_rewrite(store):
+    (store / "docs").mkdir()
+    shutil.move(store / "other.md", store / "docs/other.md")
+    sources = store / "kb/shop/sources.yml"
+    sources.write_text(sources.read_text().replace("path: other.md", "path: docs/other.md"))
+    report = build_json(store)
+    assert report["executed"]  # the raw copy is made again from the new path...
+    assert not [q for q in report["executed"] if q.startswith(("rewrite(", "chunk_summary(", "view_section(",
+                                                               "source_summary(", "abstract("))]  # ...and nothing asks a model
+
+
+@pytest.mark.parametrize("old, new, same", [
+    ("Refunds SHALL be made within 90 days.", "Refunds  SHALL be made\nwithin 90 days.", True),
+    ("The servce accepts cards.", "The service accepts cards.", True),
+    ("Refunds SHALL be made within 90 days.", "Refunds SHOULD be made within 90 days.", False),
+    ("Refunds SHALL be made within 90 days.", "Refunds SHALL be made within 60 days.", False),
+    ("The cache is shared.", "The cache is not shared.", False),
+    ("A is sent before B.", "B is sent before A.", False),
+    ("Prices increase in spring.", "Prices decrease in spring.", False),
+    ("Call `load_graph` first.", "Call `load_state` first.", False),
+    ("See [the terms](terms.md).", "See [the terms](old-terms.md).", False),
+    ("The team reviews it weekly.", "The team reviews it monthly.", False),
+])
+def test_the_classifier_says_same_only_for_what_means_the_same(old, new, same):
+    assert classify_text(old, new).same is same
