@@ -105,3 +105,5 @@ def test_a_small_store_end_to_end_through_a_real_model_server(llama_server, tmp_
         second = runner.invoke(main, ["-C", str(tmp_path), "build", "--json"])
         assert '"executed": []' in second.output  # everything cached: no model call
         assert runner.invoke(main, ["-C", str(tmp_path), "status"]).output.startswith("up to date")
+        check = runner.invoke(main, ["-C", str(tmp_path), "check"])
+        assert check.exit_code == 0, check.output
