@@ -51,9 +51,10 @@ def make_store(folder: Path, version: int) -> None:
         (folder / "src" / f"{i}.txt").write_text(f"source {i} version {version if i % 3 == 0 else 0}\n")
 
 
-def tree(folder: Path) -> dict[str, bytes]:
+def tree(folder: Path, temporaries: bool = False) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted((folder / "out").rglob("*")) if p.is_file()}
+            for p in sorted((folder / "out").rglob("*"))
+            if p.is_file() and (temporaries or not p.name.endswith(".kbuild-tmp"))}
 
 
 def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
@@ -79,12 +80,10 @@ def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
     make_store(clean, 1)
     fresh = kbuild(clean)
     fresh.communicate(timeout=120)
-    assert tree(store) == tree(clean)
+    assert tree(store, temporaries=True) == tree(clean)  # what a crash left half-written is swept
     assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
     again = kbuild(store)
     out, _ = again.communicate(timeout=120)
     assert out.decode().startswith("0 ran, 61 reused")  # a new process after a full build runs nothing
-    leftovers = [p for p in (store / "out").iterdir() if p.name.endswith(".kbuild-tmp")]
-    assert len(leftovers) <= runs
     shutil.rmtree(store / ".kbuild")
     assert kbuild(store, "status").communicate(timeout=60)[0].decode().startswith("up to date")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .callcache import CallCache
-from .files import FileHasher, atomic_write, output_path
+from .files import TEMP_SUFFIX, FileHasher, atomic_write, output_path
 from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
 from .lockfile import read_lock, write_lock
 from .rule import Query, Rule
@@ -609,6 +609,7 @@ class _Build:
         nothing_ran_and_all_settled = not report.executed and len(self.green) == len(self.memos)
         if collect_garbage and not nothing_ran_and_all_settled:
             self._collect_garbage(root_ids)
+        self._sweep_temporaries()  # the slow path only: a crash always leaves the next build on it
         self._check_output_owners()
         if self.changed or not self.engine.lock_path.exists():
             data = write_lock(self.engine.lock_path, self.memos)
@@ -830,6 +831,13 @@ class _Build:
         return self.values[qid]
 
     # -- the end of a build -----------------------------------------------------------------
+
+    def _sweep_temporaries(self) -> None:
+        """Remove what a crash left half-written: temporary files beside the outputs."""
+        folders = {os.path.dirname(path) for memo in self.memos.values() for path in memo.outputs}
+        for folder in folders:
+            for leftover in (self.engine.root / folder).glob(f".*{TEMP_SUFFIX}"):
+                leftover.unlink(missing_ok=True)
 
     def _collect_garbage(self, roots: list[str]) -> None:
         """Forget queries that no target reaches any more, and remove the files they made."""
