@@ -352,6 +352,7 @@ def status(session: Session, as_json: bool) -> None:
     for qid in new:
         click.echo(f"{qid}: not built yet")
     click.echo(f"a build checks these {len(stale) + len(new)} queries and runs those whose reads come out changed")
+    click.echo(estimate(engine, [memos[q].rule for q in stale]))
 
 
 @main.command()
@@ -451,6 +452,25 @@ class Progress:
             click.echo("\r" + " " * 100 + "\r", nl=False, err=True)
 
 
+def estimate(engine: Engine, rules: list[str]) -> str:
+    """At most how many model calls and tokens rebuilding these queries costs: every query of a
+    rule that asks the model, at the average size of the calls logged so far."""
+    calls = sum(1 for name in rules if (rule := engine.rules.get(name)) is not None and "task" in rule.params)
+    if not calls:
+        return "model calls: none expected"
+    per_call = None
+    log = engine.state_dir / "logs.db"
+    if log.exists():
+        import sqlite3
+
+        row = sqlite3.connect(str(log)).execute(
+            "SELECT AVG(tokens_in), AVG(tokens_out) FROM calls WHERE cache_hit = 0 AND error IS NULL").fetchone()
+        per_call = row if row and row[0] is not None else None
+    size = (f", about {int(per_call[0] * calls):,} tokens in and {int(per_call[1] * calls):,} out at the average "
+            "of the calls logged so far" if per_call else "")
+    return f"model calls: at most {calls} (fewer where the call cache has the answer or a cutoff stops the climb){size}"
+
+
 def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     plan = engine.plan(targets)
     if as_json:
@@ -462,6 +482,8 @@ def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     for qid in sorted(plan):
         click.echo(f"{qid}: {plan[qid]}")
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
+    stale = engine.inspect()
+    click.echo(estimate(engine, [stale.memos[q].rule for q in stale.stale]))
 
 
 def save_report(engine: Engine, report: Report) -> None:

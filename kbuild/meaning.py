@@ -26,7 +26,7 @@ NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NEGATION = re.compile(r"\b(not|no|never|none|nor|cannot|without|neither|n't)\b|n't\b", re.I)
 KEYWORD = re.compile(r"\b(MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED|OPTIONAL|NOT)\b")
 LINK = re.compile(r"\]\(([^)\s]+)")
-CODE = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[a-z]+_[a-z0-9_]+|[a-z]+[A-Z]\w*)\b")
+CODE = re.compile(r"``([^`]+)``|`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[a-z]+_[a-z0-9_]+|[a-z]+[A-Z]\w*)\b")
 QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”")
 WORD = re.compile(r"\w+|[^\w\s]")
 
@@ -49,7 +49,7 @@ def _features(text: str) -> dict[str, Counter[str]]:
         "negations": Counter(m.group(0).lower() for m in NEGATION.finditer(text)),
         "requirement keywords": Counter(KEYWORD.findall(text)),
         "link targets": Counter(LINK.findall(text)),
-        "code identifiers": Counter(a or b for a, b in CODE.findall(text)),
+        "code identifiers": Counter(a or b or c for a, b, c in CODE.findall(text)),
         "quoted terms": Counter(a or b for a, b in QUOTED.findall(text)),
     }
 

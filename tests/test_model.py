@@ -85,6 +85,10 @@ def test_structured_calls_are_cached_and_accounted(tmp_path):
         assert "A rewrite." in fact and "written by scripted" in fact
         code, second = report(root)
         assert code == 0 and len(server.requests) == calls  # a second build sends nothing
+        (root / "doc.md").write_text(DOC.replace("90 days", "60 days"))
+        status = kbuild(root, "status").output
+        assert "model calls: at most" in status and "tokens in and" in status  # an estimate before paying
+        (root / "doc.md").write_text(DOC)
         (root / "kb/pay/facts/doc/refunds.md").unlink()  # a lost page is rebuilt without a call
         code, third = report(root)
         assert code == 0 and len(server.requests) == calls and (root / "kb/pay/facts/doc/refunds.md").exists()

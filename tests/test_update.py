@@ -144,3 +144,11 @@ def test_a_moved_file_with_the_same_content_costs_no_rewrite(store):
 ])
 def test_the_classifier_says_same_only_for_what_means_the_same(old, new, same):
     assert classify_text(old, new).same is same
+
+
+def test_no_false_same_on_labelled_real_edits():
+    """71 real paragraph edits from PEP revisions, labelled by reading (tests/data/README.md)."""
+    pairs = json.loads((DATA / "meaning-pairs.json").read_text())
+    false_same = [p["old"][:60] for p in pairs if not p["same"] and classify_text(p["old"], p["new"]).same]
+    assert false_same == []
+    assert sum(1 for p in pairs if p["same"] and classify_text(p["old"], p["new"]).same) >= 9  # the cutoff it buys

@@ -1,0 +1,36 @@
+"""The same-meaning classifier on labelled real edits: precision and recall of "same".
+
+    python benchmarks/meaning.py
+
+The pairs are tests/data/meaning-pairs.json (how they were made: tests/data/README.md). A false
+"same" leaves a stale page standing, so precision must be 1.0; recall is the cutoff it buys.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from kbuild.meaning import classify_text
+
+PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "meaning-pairs.json"
+
+
+def main() -> None:
+    pairs = json.loads(PAIRS.read_text())
+    said = [classify_text(p["old"], p["new"]) for p in pairs]
+    tp = sum(1 for p, d in zip(pairs, said) if d.same and p["same"])
+    fp = sum(1 for p, d in zip(pairs, said) if d.same and not p["same"])
+    fn = sum(1 for p, d in zip(pairs, said) if not d.same and p["same"])
+    stages = Counter(d.stage for d in said)
+    print(f"{len(pairs)} pairs ({sum(p['same'] for p in pairs)} labelled same)")
+    print(f"precision of same: {tp / (tp + fp) if tp + fp else 1.0:.2f} ({fp} false same)")
+    print(f"recall of same: {tp / (tp + fn) if tp + fn else 1.0:.2f} ({tp} of {tp + fn} cut off)")
+    print("decided by stage: " + ", ".join(f"{s} {n}" for s, n in sorted(stages.items())))
+    for p, d in zip(pairs, said):
+        if p["same"] and not d.same:
+            print(f"  missed: {p['doc']} {p['revision']} ({p['why']}): {d.stage}: {d.reason}")
+
+
+if __name__ == "__main__":
+    main()
