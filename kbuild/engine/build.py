@@ -337,7 +337,7 @@ class Engine:
         """A build that only reads: local state when there is some, else the lock alone in memory
         (a fresh clone), and nothing written either way."""
         state_file = self.state_dir / "state.db"
-        build = _Build(self, State(state_file if state_file.exists() else None), False, None)
+        build = _Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
         try:
             yield build
         finally:
@@ -393,8 +393,10 @@ class BuildLock:
 class _Build:
     """The state of one build: which queries are settled, running, failed."""
 
-    def __init__(self, engine: Engine, state: State, refresh: bool, observer: Observer | None) -> None:
+    def __init__(self, engine: Engine, state: State, refresh: bool, observer: Observer | None,
+                 read_only: bool = False) -> None:
         self.engine = engine
+        self.read_only = read_only
         self.state = state
         self.refresh = refresh
         self.observer = observer
@@ -434,10 +436,11 @@ class _Build:
     def _import_lock(self) -> None:
         """Take the graph from the lock when it changed under us (a fresh clone, a git pull)."""
         imported = read_lock(self.engine.lock_path)
-        keep = {q for q, m in imported.items() if self.memos.get(q) == m}
-        self.state.replace_memos(imported.values(), keep_values_of=keep)
-        self.state.set_meta("lock_hash", self.hasher.hash(self.lock_key))
-        self.state.delete_meta(CLEAN)
+        if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
+            keep = {q for q, m in imported.items() if self.memos.get(q) == m}
+            self.state.replace_memos(imported.values(), keep_values_of=keep)
+            self.state.set_meta("lock_hash", self.hasher.hash(self.lock_key))
+            self.state.delete_meta(CLEAN)
         self.memos = imported
 
     # -- the no-op fast path ------------------------------------------------------------------
