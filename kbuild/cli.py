@@ -188,6 +188,117 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
 
 
+@main.command("search")
+@click.argument("query", required=False)
+@click.option("--project", help="Search one project only.")
+@click.option("-n", "--limit", default=5, show_default=True)
+@click.option("--open", "open_best", is_flag=True, help="Print the page behind the best hit.")
+@click.option("--misses", is_flag=True, help="List logged queries that found nothing.")
+@click.pass_obj
+def search_command(session: Session, query: str | None, project: str | None, limit: int, open_best: bool,
+                   misses: bool) -> None:
+    """BM25 over every index line (the summaries); every lookup is logged.
+
+    Example: kbuild search "how long do refunds take" --open
+    """
+    from .search import log_lookup, misses as logged_misses, search
+
+    spec, engine = session.load()
+    kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+    if misses:
+        for record in logged_misses(engine.state_dir):
+            click.echo(f"{record['at']}  {record['query']}" + (f"  (project {record['project']})" if record["project"] else ""))
+        return
+    if not query:
+        fail("give a query, or --misses", code=2)
+    hits = search(spec.root / (kb.store.root if kb else "kb"), spec.root, query, project, limit)
+    log_lookup(engine.state_dir, query, project, hits)
+    if not hits:
+        click.echo("nothing in the store matches; this is a gap (logged: `kbuild search --misses`)")
+        return
+    for hit in hits:
+        click.echo(f"{hit.score:6.2f}  {hit.page}\n        {hit.line[:200]}")
+    if open_best:
+        click.echo("\n" + (spec.root / hits[0].page).read_text())
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.pass_obj
+def show(session: Session, path: Path) -> None:
+    """Print a page with its parent and children, to walk the store up and down.
+
+    Example: kbuild show kb/shop/facts/payments/index.md
+    """
+    from .checks.links import LINK
+
+    spec, _ = session.load()
+    page = path if path.is_absolute() else (session.directory / path)
+    if not page.is_file():
+        fail(f"{path} is not a page; `kbuild show kb/index.md` starts at the top", code=2)
+    page = page.resolve()
+    text = page.read_text()
+    click.echo(text.rstrip())
+    parent = page.parent / "index.md" if page.name != "index.md" else page.parent.parent / "index.md"
+    root = spec.root
+    if parent.is_file() and parent.resolve().is_relative_to(root):
+        click.echo(f"\nparent: {parent.resolve().relative_to(root).as_posix()}")
+    children = []
+    for target in LINK.findall(text):
+        child = (page.parent / target.split("#")[0]).resolve()
+        if child.suffix == ".md" and child.is_file() and child.is_relative_to(page.parent) and child != page:
+            children.append(child.relative_to(root).as_posix())
+    if children:
+        click.echo("children: " + ", ".join(dict.fromkeys(children)))
+
+
+@main.command()
+@click.option("--debounce", default=300, show_default=True, help="Milliseconds of quiet that end a burst of edits.")
+@click.pass_obj
+def watch(session: Session, debounce: int) -> None:
+    """Build, then rebuild after every burst of edits to sources, sources.yml, Kbuildfile.py or rules.
+
+    Example: kbuild watch   (edit a source in another window; Ctrl-C stops)
+    """
+    from .watch import watch as run_watch
+
+    try:
+        path = session.file or buildfile.find(session.directory.resolve())
+        first = buildfile.load(path)
+    except buildfile.BuildfileError as exc:
+        fail(str(exc), code=2)
+    kb = next((v for v in first.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+    engines: list[Engine] = []
+
+    def build_once() -> str | None:
+        try:
+            spec = buildfile.load(path)
+            targets = list(spec.targets())
+        except Exception as exc:  # a Kbuildfile mid-edit: say so, wait for the next save
+            click.secho(f"kbuild: {exc}", fg="red", err=True)
+            return None
+        engine = Engine(spec.root, spec.rules, max_calls=spec.max_calls)
+        engines[:] = [engine]
+        for problem in spec.before_build() if spec.before_build else []:
+            click.secho(f"failed: {problem}", fg="red", err=True)
+        try:
+            report = engine.build(targets)
+        except BuildLocked as exc:
+            return f"not built: {exc}"
+        except LockError as exc:
+            return f"not built: {exc}"
+        save_report(engine, report)
+        for qid, message in sorted(report.root_failures().items(), key=lambda item: item[1]):
+            where = "" if isinstance(report.errors.get(qid), Problem) else f"{qid}: "
+            click.secho(f"failed: {where}{message}", fg="red", err=True)
+        return report.summary()
+
+    def outputs() -> dict[str, str]:
+        return {p: h for m in engines[0].memos().values() for p, h in m.outputs.items()} if engines else {}
+
+    run_watch(first.root, kb.store.root if kb else "kb", build_once, outputs, debounce)
+
+
 @main.command()
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="github prints GitHub Actions annotations.")

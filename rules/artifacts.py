@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import snowballstemmer
 
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Problem, QueryFailed, Rule, rule
 from kbuild.model.offline import clean
+from kbuild.search import tokens
 from kbuild.slicing import split_sentences
 from kbuild.store.layout import link
 from kbuild.engine.hashing import hash_bytes
@@ -29,7 +29,6 @@ VIEW_PURPOSE = {
     "agreements": "Where the sources agree, where they disagree, and the open questions",
 }
 HITS_PER_SOURCE = 8
-WORD = re.compile(r"[a-z0-9]+")
 
 
 LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
@@ -41,13 +40,7 @@ def _sentences(span: str) -> list[str]:
     return [s for s in found if not s.endswith(":")]
 
 
-STEM = snowballstemmer.stemmer("english")
 
-
-def tokens(text: str) -> list[str]:
-    """Words as BM25 compares them: stemmed, so a request for "refund requests" finds "refunds
-    must be requested"."""
-    return STEM.stemWords(WORD.findall(text.lower()))
 
 
 def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[Rule]:

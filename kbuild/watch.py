@@ -1,0 +1,76 @@
+"""`kbuild watch`: rebuild while the user edits, one build per burst of edits.
+
+Sources, sources.yml, Kbuildfile.py, rules and prompts are watched (watchfiles, debounced, so an
+editor's save-rename-write is one change). Generated pages are not inputs: a change to one that
+the last build did not write is reported as a hand edit. A change made during a build is picked
+up by the next one (watchfiles keeps what happened while we were building). A failed build, or a
+Kbuildfile that no longer loads, is reported and the watcher keeps going. Ctrl-C stops it between
+builds or inside one; every write is atomic and the store's lock is released either way.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import watchfiles
+
+from .engine.files import TEMP_SUFFIX
+from .engine.hashing import hash_bytes
+
+IGNORED_DIRS = {".kbuild", ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
+
+
+def _stamp() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+def watch(root: Path, store_root: str, build_once: Callable[[], str | None], outputs: Callable[[], dict[str, str]],
+          debounce_ms: int = 300) -> None:
+    """Build, then rebuild after each burst of changes, until interrupted.
+
+    `build_once` loads the Kbuildfile and builds, returning a one-line summary (None when the
+    Kbuildfile could not be loaded); `outputs` maps each generated file to the hash the lock
+    records for it.
+    """
+    store = (root / store_root).resolve()
+
+    def relevant(change: watchfiles.Change, path: str) -> bool:
+        p = Path(path)
+        if IGNORED_DIRS & set(p.parts) or p.name.endswith(TEMP_SUFFIX) or p.name == "kbuild.lock":
+            return False
+        return True
+
+    click.echo(f"[{_stamp()}] {build_once() or 'the Kbuildfile did not load; fix it and save'}")
+    click.echo(f"[{_stamp()}] watching {root} (Ctrl-C stops)")
+    try:
+        for changes in watchfiles.watch(root, watch_filter=relevant, debounce=debounce_ms, step=50,
+                                        raise_interrupt=True):
+            generated = outputs()
+            inputs, hand_edits = [], []
+            for _, path in sorted(changes, key=lambda c: c[1]):
+                full = Path(path)
+                rel = full.relative_to(root).as_posix() if full.is_relative_to(root) else path
+                if full.is_relative_to(store) and full.name != "sources.yml":
+                    # everything else in the store is written by kbuild (pages, raw copies, fetched
+                    # urls); only a change the last build did not make is worth a word
+                    recorded = generated.get(rel)
+                    current = hash_bytes(full.read_bytes()) if full.is_file() else None
+                    if recorded is not None and current != recorded:
+                        hand_edits.append(rel)  # not written by the last build: a person did it
+                    continue
+                inputs.append(rel)
+            for rel in hand_edits:
+                click.echo(f"[{_stamp()}] {rel} was edited by hand; the next build writes it again "
+                           "(edit its source instead)")
+            if not inputs and not hand_edits:
+                continue
+            started = time.perf_counter()
+            shown = ", ".join(inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+            summary = build_once()
+            took = time.perf_counter() - started
+            click.echo(f"[{_stamp()}] changed: {shown or 'generated pages'} -> "
+                       f"{summary or 'the Kbuildfile did not load; fix it and save'} ({took:.2f}s)")
+    except KeyboardInterrupt:
+        click.echo(f"[{_stamp()}] stopped")

@@ -1,0 +1,65 @@
+"""Search over the index lines, progressive disclosure with show, and the lookup log."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbuild.cli import main
+
+PAYMENTS = """# Payments
+
+The service accepts card payments from customers in the euro area.
+
+## Refunds
+
+Refunds SHALL be requested within 90 days of the payment. A refund returns the whole amount to the card.
+
+## Reports
+
+A daily report lists every payment and every refund. The finance team receives it each morning.
+"""
+
+
+def kbuild(root: Path, *args: str):
+    return CliRunner().invoke(main, ["-C", str(root), *args])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    kbuildfile = tmp_path / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
+    (tmp_path / "payments.md").write_text(PAYMENTS)
+    (tmp_path / "hours.md").write_text("# Hours\n\nThe shop opens at nine. It closes at six on weekdays.\n")
+    for name in ("payments.md", "hours.md"):
+        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    return tmp_path
+
+
+def test_a_question_worded_differently_finds_its_fact(store):
+    result = kbuild(store, "search", "how long may a customer wait before requesting refunds?")
+    assert result.exit_code == 0
+    best = result.output.splitlines()[0]
+    assert best.endswith("kb/shop/facts/payments/refunds.md")
+    opened = kbuild(store, "search", "when does the shop close", "--open").output
+    assert "It closes at six on weekdays." in opened and "## Original" in opened
+
+
+def test_show_walks_down_and_up(store):
+    top = kbuild(store, "show", "kb/index.md").output
+    assert "children: kb/shop/index.md" in top
+    fact = kbuild(store, "show", "kb/shop/facts/payments/refunds.md").output
+    assert "parent: kb/shop/facts/payments/index.md" in fact
+    assert kbuild(store, "show", "kb/nowhere.md").exit_code == 2
+
+
+def test_every_lookup_is_logged_and_misses_are_listed(store):
+    kbuild(store, "search", "refund deadline")
+    gap = kbuild(store, "search", "quantum teleportation")
+    assert "this is a gap" in gap.output
+    misses = kbuild(store, "search", "--misses").output
+    assert "quantum teleportation" in misses and "refund deadline" not in misses
+    assert len((store / ".kbuild/lookups.jsonl").read_text().splitlines()) == 2

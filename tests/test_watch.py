@@ -1,0 +1,85 @@
+"""`kbuild watch` in a real subprocess, against real file edits."""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kbuild.cli import main
+from kbuild.engine.build import BuildLock
+
+
+class Watcher:
+    def __init__(self, root: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "kbuild", "-C", str(root), "watch", "--debounce", "200"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:  # type: ignore[union-attr]
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, words: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            if words in line:
+                return line
+        raise AssertionError(f"no line with {words!r} in {timeout}s; saw {self.seen}")
+
+    def quiet(self, seconds: float) -> list[str]:
+        time.sleep(seconds)
+        got = []
+        while not self.lines.empty():
+            got.append(self.lines.get())
+        self.seen += got
+        return got
+
+
+def test_watch_rebuilds_bursts_once_survives_a_broken_kbuildfile_and_stops_cleanly(tmp_path):
+    assert CliRunner().invoke(main, ["-C", str(tmp_path), "init", str(tmp_path)]).exit_code == 0
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe shop opens at nine.\n")
+    assert CliRunner().invoke(main, ["-C", str(tmp_path), "add", "shop", "notes.md"]).exit_code == 0
+    watcher = Watcher(tmp_path)
+    try:
+        watcher.wait_for("watching")
+        (tmp_path / "notes.md").write_text("# Notes\n\nThe shop opens at ten.\n")
+        line = watcher.wait_for("changed: notes.md")
+        assert " ran, " in line and "0 failed" in line
+        assert "opens at ten" in (tmp_path / "kb/shop/facts/notes/text.md").read_text()
+
+        for n in range(5):  # a burst, as an editor or a script saves: one build
+            (tmp_path / "notes.md").write_text(f"# Notes\n\nThe shop opens at {n}.\n")
+            time.sleep(0.02)
+        watcher.wait_for("changed: notes.md")
+        assert not [line for line in watcher.quiet(1.5) if "changed:" in line]
+        assert "opens at 4" in (tmp_path / "kb/shop/facts/notes/text.md").read_text()
+
+        kbuildfile = tmp_path / "Kbuildfile.py"
+        good = kbuildfile.read_text()
+        kbuildfile.write_text(good + "\nthis is not python\n")
+        watcher.wait_for("did not load")
+        kbuildfile.write_text(good)
+        watcher.wait_for("changed: Kbuildfile.py")
+
+        (tmp_path / "kb/shop/facts/notes/text.md").write_text("a hand edit\n")
+        watcher.wait_for("was edited by hand")
+    finally:
+        watcher.process.send_signal(signal.SIGINT)
+        code = watcher.process.wait(timeout=30)
+    assert code == 0, watcher.seen
+    with BuildLock(tmp_path / ".kbuild"):  # released
+        pass
