@@ -43,10 +43,17 @@ def watch(root: Path, store_root: str, build_once: Callable[[], str | None], out
         return True
 
     click.echo(f"[{_stamp()}] {build_once() or 'the Kbuildfile did not load; fix it and save'}")
-    click.echo(f"[{_stamp()}] watching {root} (Ctrl-C stops)")
+    announced = False
     try:
+        # yield_on_timeout: the first empty batch says the watcher is in place, and only then is
+        # "watching" printed (an edit before it would be lost)
         for changes in watchfiles.watch(root, watch_filter=relevant, debounce=debounce_ms, step=50,
-                                        raise_interrupt=True):
+                                        rust_timeout=200, yield_on_timeout=True, raise_interrupt=True):
+            if not announced:
+                click.echo(f"[{_stamp()}] watching {root} (Ctrl-C stops)")
+                announced = True
+            if not changes:
+                continue
             generated = outputs()
             inputs, hand_edits = [], []
             for _, path in sorted(changes, key=lambda c: c[1]):
