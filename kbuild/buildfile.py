@@ -55,7 +55,7 @@ def load(path: Path) -> Buildfile:
     sys.path.insert(0, str(path.parent))  # so the Kbuildfile can import modules beside it
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a Kbuildfile that exits is a broken Kbuildfile too
         raise BuildfileError(f"{path} failed to run: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(str(path.parent))

@@ -95,6 +95,10 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     finally:
         progress.close()
     save_report(engine, report)
+    harness = spec.namespace.get("harness_file")
+    kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+    if harness and report.ok and kb is not None:
+        update_harness(spec.root / harness, spec.root, kb.store.index())
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
     else:
@@ -122,6 +126,7 @@ RULES = kb.rules  # every rule the engine should know; add your own rules to thi
 targets = kb.targets  # what `kbuild` brings up to date
 before_build = kb.before_build  # downloads url sources before each build
 max_calls = 4  # model calls in flight at once
+# harness_file = "AGENTS.md"  # keep the root index in a marked block of your agent's instruction file
 '''
 
 GITIGNORE_LINES = [".kbuild/", "*.kbuild-tmp"]
@@ -188,6 +193,96 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
 
 
+@main.command()
+@click.pass_obj
+def doctor(session: Session) -> None:
+    """Check the setup, read-only: each line PASS, WARN or FAIL with what to do; exit 1 on FAIL."""
+    import urllib.request
+
+    results: list[tuple[str, str, str]] = []
+
+    def say(status: str, what: str, fix: str = "") -> None:
+        results.append((status, what, fix))
+
+    version = sys.version_info
+    say("PASS" if version >= (3, 11) else "FAIL", f"Python {version.major}.{version.minor}", "install Python 3.11 or newer")
+    try:
+        path = session.file or buildfile.find(session.directory.resolve())
+        spec = buildfile.load(path)
+        say("PASS", f"{path} loads: {len(spec.rules)} rules")
+        targets = list(spec.targets())
+        say("PASS", f"targets(): {len(targets)} queries")
+    except Exception as exc:
+        say("FAIL", f"the Kbuildfile: {exc}", "run `kbuild init`, or fix the error it names")
+        spec = None
+    if spec is not None:
+        kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+        backend = getattr(kb, "backend", None)
+        if backend is None or backend.name == "offline":
+            say("PASS", "model: the offline backend (extractive; no network, no key)")
+        else:
+            url = (backend.settings.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+            try:
+                request = urllib.request.Request(url, headers={"Authorization": f"Bearer {backend.settings.api_key or ''}"})
+                urllib.request.urlopen(request, timeout=5).close()
+                say("PASS", f"model: {backend.settings.model} at {url} answers")
+            except Exception as exc:
+                say("WARN", f"model: {url} does not answer ({exc})", "start the server, or check OPENAI_BASE_URL")
+        if kb is not None:
+            from .store.sources import SourcesError, parse
+
+            for project in kb.projects():
+                file = spec.root / kb.store.sources_file(project)
+                try:
+                    listing = parse(file.read_bytes(), kb.store.sources_file(project))
+                    status = "WARN" if listing.problems else "PASS"
+                    say(status, f"{kb.store.sources_file(project)}: {len(listing.sources)} sources"
+                        + (f"; {listing.problems[0]}" if listing.problems else ""), "fix the entry it names")
+                except SourcesError as exc:
+                    say("FAIL", str(exc), "fix the YAML")
+        gitignore = spec.root / ".gitignore"
+        if ".kbuild/" in (gitignore.read_text() if gitignore.exists() else ""):
+            say("PASS", ".gitignore keeps .kbuild/ out of git")
+        else:
+            say("WARN", ".gitignore does not name .kbuild/", "add the line `.kbuild/`")
+        engine = Engine(spec.root, spec.rules)
+        if engine.lock_path.exists():
+            try:
+                from .engine import read_lock
+
+                say("PASS", f"kbuild.lock: {len(read_lock(engine.lock_path))} queries")
+            except LockError as exc:
+                say("FAIL", str(exc), "take either side of the conflict and run `kbuild`")
+        else:
+            say("WARN", "no kbuild.lock yet", "run `kbuild`, then commit kb/ and kbuild.lock")
+    for status, what, fix in results:
+        colour = {"PASS": "green", "WARN": "yellow", "FAIL": "red"}[status]
+        click.echo(click.style(status, fg=colour) + f"  {what}" + (f"  (fix: {fix})" if status != "PASS" and fix else ""))
+    if any(status == "FAIL" for status, _, _ in results):
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--cache", is_flag=True, help="Drop the model-call cache too (the next build pays for every call).")
+@click.pass_obj
+def clean(session: Session, cache: bool) -> None:
+    """Drop the local state in .kbuild/ (rebuildable from the lock and the call cache)."""
+    import shutil
+
+    _, engine = session.load()
+    folder = engine.state_dir
+    if not folder.exists():
+        click.echo("nothing to clean")
+        return
+    for item in folder.iterdir():
+        if item.name in ("cache",) and not cache:
+            continue
+        if item.name == "build.lock":
+            continue
+        shutil.rmtree(item) if item.is_dir() else item.unlink()
+    click.echo(f"cleaned {folder}" + ("" if cache else " (the call cache kept; --cache drops it too)"))
+
+
 @main.command("search")
 @click.argument("query", required=False)
 @click.option("--project", help="Search one project only.")
@@ -220,6 +315,39 @@ def search_command(session: Session, query: str | None, project: str | None, lim
         click.echo(f"{hit.score:6.2f}  {hit.page}\n        {hit.line[:200]}")
     if open_best:
         click.echo("\n" + (spec.root / hits[0].page).read_text())
+
+
+@main.command()
+@click.argument("question")
+@click.option("--project", help="Draw on one project only.")
+@click.option("--budget", default=4000, show_default=True, help="Tokens the context may use (one section may overflow it).")
+@click.option("--trace", is_flag=True, help="Print the ranking, token counts and what was left out.")
+@click.pass_obj
+def context(session: Session, question: str, project: str | None, budget: int, trace: bool) -> None:
+    """Compose a context for a coding agent from the store, within a token budget.
+
+    Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
+    """
+    from .search import compose, log_lookup
+
+    spec, engine = session.load()
+    kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+    kept, summarised, lines = compose(spec.root / (kb.store.root if kb else "kb"), spec.root, question, budget, project)
+    log_lookup(engine.state_dir, question, project, [h for s in kept + summarised for h in s.hits])
+    if not kept:
+        click.echo(f"# Context: {question}\n\nNothing in the store speaks to this: a gap. "
+                   "Add a source that does (`kbuild add`), rather than guessing.")
+    else:
+        click.echo(f"# Context: {question}\n")
+        for section in kept:
+            click.echo(section.text + "\n")
+        if summarised:
+            click.echo("## Also relevant (summaries)\n")
+            for section in summarised:
+                for hit in section.hits:
+                    click.echo(hit.line)
+    if trace:
+        click.echo("\n".join(lines), err=True)
 
 
 @main.command()
@@ -511,11 +639,24 @@ def explain(session: Session, what: str) -> None:
 @main.command()
 @click.option("--format", "fmt", type=click.Choice(["dot", "mermaid", "json"]), default="dot", show_default=True)
 @click.option("--no-files", is_flag=True, help="Leave input files out; show queries only.")
+@click.argument("page", required=False)
 @click.pass_obj
-def graph(session: Session, fmt: str, no_files: bool) -> None:
-    """Print the recorded dependency graph (edges point from a query to what it read)."""
+def graph(session: Session, fmt: str, no_files: bool, page: str | None) -> None:
+    """Print the recorded dependency graph (edges point from a query to what it read), whole or
+    around one PAGE (a generated file or a query id): what it is built on and what is built on it.
+
+    Example: kbuild graph --format mermaid kb/shop/artifacts/views/digest.md
+    """
+    import networkx as nx
+
     _, engine = session.load()
-    g = to_graph(engine.memos(), files=not no_files)
+    memos = engine.memos()
+    g = to_graph(memos, files=not no_files)
+    if page is not None:
+        qid = page if page in memos else next((q for q, m in memos.items() if page in m.outputs), None)
+        if qid is None:
+            fail(f"{page} is neither a recorded query nor a file one wrote", code=2)
+        g = g.subgraph({qid} | nx.descendants(g, qid) | nx.ancestors(g, qid)).copy()
     nodes = sorted(g.nodes)
     ids = {n: f"n{i}" for i, n in enumerate(nodes)}
     edges = sorted(g.edges)
@@ -595,6 +736,30 @@ def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
     stale = engine.inspect()
     click.echo(estimate(engine, [stale.memos[q].rule for q in stale.stale]))
+
+
+BEGIN, END = "<!-- kbuild:begin (generated by kbuild; edits here are replaced) -->", "<!-- kbuild:end -->"
+
+
+def update_harness(file: Path, root: Path, rel: str) -> None:
+    """Keep the root index in a marked block of a coding harness's instruction file (AGENTS.md,
+    CLAUDE.md, named by `harness_file` in Kbuildfile.py), so an agent starts from it; the rest of
+    the file is the person's."""
+    from .engine.files import atomic_write
+
+    index = root / rel
+    if not index.exists():
+        return
+    body = index.read_text().replace("](", f"]({Path(rel).parent.as_posix()}/")
+    block = f"{BEGIN}\n## Knowledge base ([{rel}]({rel}))\n\n{body.split(chr(10), 2)[-1].strip()}\n{END}"
+    text = file.read_text() if file.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        new = head + block + rest.split(END, 1)[1]
+    else:
+        new = text + ("" if not text else "\n" if text.endswith("\n") else "\n\n") + block + "\n"
+    if new != text:
+        atomic_write(file, new.encode())
 
 
 def save_report(engine: Engine, report: Report) -> None:

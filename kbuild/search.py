@@ -6,7 +6,9 @@ BM25 (rank-bm25) over stemmed words (snowballstemmer). Every lookup is logged in
 from __future__ import annotations
 
 import datetime
+import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +20,14 @@ STEM = snowballstemmer.stemmer("english")
 ENTRY = re.compile(r"^- \[([^\]]+)\]\(([^)]+)\)(.*)$")
 
 
+@functools.lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return STEM.stemWord(word)  # pure Python and slow; a store's vocabulary is small, so memoise
+
+
 def tokens(text: str) -> list[str]:
     """Words as BM25 compares them: stemmed, so "refund requests" finds "refunds requested"."""
-    return STEM.stemWords(WORD.findall(text.lower()))
+    return [_stem(w) for w in WORD.findall(text.lower())]
 
 
 @dataclass(frozen=True)
@@ -41,9 +48,8 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
         for line in index.read_text("utf-8", errors="replace").splitlines():
             match = ENTRY.match(line)
             if match:
-                target = (index.parent / match.group(2)).resolve()
-                rows.append((index.relative_to(root).as_posix(), target.relative_to(root.resolve()).as_posix()
-                             if target.is_relative_to(root.resolve()) else match.group(2), line))
+                target = os.path.relpath(os.path.normpath(os.path.join(index.parent, match.group(2))), root)
+                rows.append((index.relative_to(root).as_posix(), Path(target).as_posix(), line))
     return rows
 
 
@@ -74,3 +80,56 @@ def misses(state_dir: Path) -> list[dict[str, object]]:
         return []
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [r for r in records if not r["hits"]]
+
+
+@dataclass
+class Section:
+    key: str  # source index and heading: what the facts have in common
+    score: float
+    hits: list[Hit]
+    text: str = ""
+    tokens: int = 0
+
+
+def compose(store: Path, root: Path, question: str, budget: int, project: str | None = None,
+            candidates: int = 40) -> tuple[list[Section], list[Section], list[str]]:
+    """A context for an agent: the facts that match, grouped into sections by source and heading,
+    sections ranked, kept whole until the budget is spent (the section that crosses it is the
+    only overflow), the rest as their one-line summaries. Deterministic. Returns (kept, summarised,
+    trace lines)."""
+    from .slicing import estimate_tokens
+
+    hits = [h for h in search(store, root, question, project, candidates) if "/facts/" in h.page
+            and not h.page.endswith("/index.md")]
+    sections: dict[str, Section] = {}
+    for hit in hits:
+        slug = Path(hit.page).stem
+        heading = re.sub(r"-\d+$", "", slug)  # a section's chunks share the heading's slug
+        key = f"{hit.index} § {heading}"
+        section = sections.setdefault(key, Section(key, 0.0, []))
+        section.hits.append(hit)
+        section.score = max(section.score, hit.score)
+    ranked = sorted(sections.values(), key=lambda s: (-s.score, s.key))
+    kept: list[Section] = []
+    summarised: list[Section] = []
+    used = 0
+    trace = []
+    for section in ranked:
+        pages = sorted({h.page for h in section.hits})
+        section.text = "\n\n".join(_rewritten(root / p, p) for p in pages)
+        section.tokens = estimate_tokens(section.text)
+        if used < budget:
+            kept.append(section)
+            used += section.tokens
+            trace.append(f"kept   {section.score:6.2f} {section.tokens:6} tokens  {section.key}")
+        else:
+            summarised.append(section)
+            trace.append(f"summed {section.score:6.2f} {section.tokens:6} tokens  {section.key} (over the budget)")
+    trace.append(f"{used} tokens kept of a budget of {budget}")
+    return kept, summarised, trace
+
+
+def _rewritten(page: Path, rel: str) -> str:
+    text = page.read_text("utf-8", errors="replace")
+    body = text.split("\n## Rewritten\n\n", 1)[-1].split("\n\n_Rewritten:", 1)[0].strip()
+    return f"From [{rel}]({rel}):\n\n{body}"

@@ -63,3 +63,41 @@ def test_every_lookup_is_logged_and_misses_are_listed(store):
     misses = kbuild(store, "search", "--misses").output
     assert "quantum teleportation" in misses and "refund deadline" not in misses
     assert len((store / ".kbuild/lookups.jsonl").read_text().splitlines()) == 2
+
+
+def test_context_respects_the_budget_traces_drops_and_says_gap(store):
+    result = CliRunner().invoke(main, ["-C", str(store), "context", "refund requests and payments", "--budget", "10",
+                                       "--trace"])
+    assert result.exit_code == 0
+    out = result.output
+    assert out.startswith("# Context: refund requests and payments")
+    kept = [line for line in out.splitlines() if line.startswith("kept ")]
+    summed = [line for line in out.splitlines() if line.startswith("summed ")]
+    assert len(kept) == 1 and summed  # the first section crosses the tiny budget; the rest are summaries
+    assert "## Also relevant (summaries)" in out
+    again = CliRunner().invoke(main, ["-C", str(store), "context", "refund requests and payments", "--budget", "10"])
+    assert again.output == CliRunner().invoke(main, ["-C", str(store), "context", "refund requests and payments",
+                                                     "--budget", "10"]).output  # deterministic
+    gap = CliRunner().invoke(main, ["-C", str(store), "context", "quantum teleportation"]).output
+    assert "a gap" in gap
+
+
+def test_doctor_clean_graph_around_a_page_and_the_harness_block(store):
+    doctor = kbuild(store, "doctor")
+    assert doctor.exit_code == 0 and "PASS  Python" in doctor.output and "FAIL" not in doctor.output
+    mermaid = kbuild(store, "graph", "--format", "mermaid", "--no-files", "kb/shop/facts/hours/index.md").output
+    assert mermaid.startswith("graph LR") and "payments" not in mermaid and "hours" in mermaid
+    (store / "AGENTS.md").write_text("# Agents\n\nRun the tests first.\n")
+    kbuildfile = store / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text() + '\nharness_file = "AGENTS.md"\n')
+    (store / "hours.md").write_text("# Hours\n\nThe shop opens at ten. It closes at six on weekdays.\n")
+    assert kbuild(store).exit_code == 0
+    agents = (store / "AGENTS.md").read_text()
+    assert agents.startswith("# Agents\n\nRun the tests first.\n\n<!-- kbuild:begin")
+    assert "[shop](kb/shop/index.md)" in agents and agents.rstrip().endswith("<!-- kbuild:end -->")
+    assert kbuild(store).exit_code == 0 and (store / "AGENTS.md").read_text() == agents  # stable
+    assert kbuild(store, "clean").exit_code == 0
+    assert not (store / ".kbuild/state.db").exists() and (store / ".kbuild/cache").exists() is not None
+    assert kbuild(store, "check").exit_code == 0  # the lock alone still answers
+    kbuildfile.write_text("raise SystemExit(3)\n")
+    assert kbuild(store, "doctor").exit_code == 1

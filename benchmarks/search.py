@@ -1,0 +1,51 @@
+"""`kbuild search` latency over many index lines.
+
+    python benchmarks/search.py [--lines 100000] [--runs 5]
+
+Writes a store of generated source indexes (100 fact lines each) and times search() in-process,
+median of --runs. Each search reads and stems every index line again (there is no persistent
+search index yet), so this is the cost a persistent index would remove.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kbuild.search import search  # noqa: E402
+
+WORDS = ("ledger account balance transfer clearing settlement batch window audit record export report merchant "
+         "refund payout reserve currency rate fee invoice schedule retry limit customer card daily").split()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    rng = random.Random(5)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for n in range(args.lines // 100):
+            folder = root / "kb" / "p" / "facts" / f"s{n}"
+            folder.mkdir(parents=True)
+            lines = [f"- [f{i}](f{i}.md) (lines {i}-{i + 9}): " + " ".join(rng.choice(WORDS) for _ in range(20)) + "."
+                     for i in range(100)]
+            (folder / "index.md").write_text("# Source\n\n" + "\n".join(lines) + "\n")
+        times = []
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            hits = search(root / "kb", root, "how long may a customer wait for a refund payout", limit=5)
+            times.append(time.perf_counter() - t0)
+        print(f"{args.lines} index lines: search {statistics.median(times):.2f} s (median of {args.runs}); "
+              f"{len(hits)} hits")
+
+
+if __name__ == "__main__":
+    main()
