@@ -18,10 +18,13 @@ from .engine import BuildLocked, Engine, LockError, Problem, Query, Report, to_g
 
 
 class Session:
-    def __init__(self, directory: Path, file: Path | None, debug: bool) -> None:
+    def __init__(self, directory: Path, file: Path | None, debug: bool, quiet: bool = False,
+                 verbose: bool = False) -> None:
         self.directory = directory
         self.file = file
         self.debug = debug
+        self.quiet = quiet
+        self.verbose = verbose
 
     def load(self) -> tuple[buildfile.Buildfile, Engine]:
         try:
@@ -57,10 +60,15 @@ def fail(message: str, code: int = 1) -> NoReturn:
 @click.option("-f", "--file", "file", type=click.Path(dir_okay=False, path_type=Path),
               help="The Kbuildfile.py to use (default: found in this folder or above).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only failures.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every query that ran and why.")
 @click.pass_context
-def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool) -> None:
-    """Build a knowledge base. With no command: bring the whole store up to date."""
-    ctx.obj = Session(directory, file, debug)
+def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool, quiet: bool, verbose: bool) -> None:
+    """Build a knowledge base. With no command: bring the whole store up to date.
+
+    Example: kbuild -C myproject   (then: kbuild check, kbuild watch, kbuild search "...")
+    """
+    ctx.obj = Session(directory, file, debug, quiet, verbose)
     if ctx.invoked_subcommand is None:
         ctx.invoke(build)
 
@@ -75,7 +83,10 @@ def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool) ->
 @click.pass_obj
 def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False,
           no_fetch: bool = False, cutoff: str = "meaning") -> None:
-    """Bring the store up to date (the command to run after `git pull`)."""
+    """Bring the store up to date (the command to run after `git pull`).
+
+    Example: kbuild build --dry-run   (then: kbuild build)
+    """
     spec, engine = session.load()
     engine.cutoff_hooks = cutoff == "meaning"
     fetch_problems = [] if dry_run or no_fetch or spec.before_build is None else spec.before_build()
@@ -85,7 +96,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     if dry_run:
         print_plan(engine, targets, as_json)
         return
-    progress = Progress(enabled=sys.stderr.isatty() and not as_json)
+    show = sys.stderr.isatty() and not as_json and not session.quiet
+    progress = Progress(enabled=show, total=len(engine.plan(targets)) if show else None)
     try:
         report = engine.build(targets, refresh=refresh, observer=progress)
     except BuildLocked as exc:
@@ -102,7 +114,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
     else:
-        print_report(report, session.debug)
+        print_report(report, session.debug, session.quiet, session.verbose)
     if not report.ok or fetch_problems:
         sys.exit(1)
 
@@ -135,7 +147,10 @@ GITIGNORE_LINES = [".kbuild/", "*.kbuild-tmp"]
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
 def init(directory: Path) -> None:
-    """Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore lines."""
+    """Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore lines.
+
+    Example: kbuild init myproject
+    """
     directory.mkdir(parents=True, exist_ok=True)
     kbuildfile = directory / buildfile.FILENAME
     if kbuildfile.exists():
@@ -159,7 +174,10 @@ def init(directory: Path) -> None:
 @click.option("--id", "source_id", help="The source's id (default: from its file name).")
 @click.pass_obj
 def add(session: Session, project: str, path_or_url: str, source_id: str | None) -> None:
-    """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments."""
+    """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments.
+
+    Example: kbuild add payments docs/requirements.pdf --id requirements
+    """
     from urllib.parse import urlparse
 
     from .store.layout import BadId, check_id, slugify
@@ -196,7 +214,10 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
 @main.command()
 @click.pass_obj
 def doctor(session: Session) -> None:
-    """Check the setup, read-only: each line PASS, WARN or FAIL with what to do; exit 1 on FAIL."""
+    """Check the setup, read-only: each line PASS, WARN or FAIL with what to do; exit 1 on FAIL.
+
+    Example: kbuild doctor
+    """
     import urllib.request
 
     results: list[tuple[str, str, str]] = []
@@ -266,7 +287,10 @@ def doctor(session: Session) -> None:
 @click.option("--cache", is_flag=True, help="Drop the model-call cache too (the next build pays for every call).")
 @click.pass_obj
 def clean(session: Session, cache: bool) -> None:
-    """Drop the local state in .kbuild/ (rebuildable from the lock and the call cache)."""
+    """Drop the local state in .kbuild/ (rebuildable from the lock and the call cache).
+
+    Example: kbuild clean   (kbuild clean --cache also drops every cached model answer)
+    """
     import shutil
 
     _, engine = session.load()
@@ -381,7 +405,8 @@ def show(session: Session, path: Path) -> None:
 
 
 @main.command()
-@click.option("--debounce", default=300, show_default=True, help="Milliseconds of quiet that end a burst of edits.")
+@click.option("--debounce", default=300, show_default=True,
+              help="The longest a burst of edits may run before it is built (ms); 50 ms of quiet ends a burst.")
 @click.pass_obj
 def watch(session: Session, debounce: int) -> None:
     """Build, then rebuild after every burst of edits to sources, sources.yml, Kbuildfile.py or rules.
@@ -424,7 +449,7 @@ def watch(session: Session, debounce: int) -> None:
     def outputs() -> dict[str, str]:
         return {p: h for m in engines[0].memos().values() for p, h in m.outputs.items()} if engines else {}
 
-    run_watch(first.root, kb.store.root if kb else "kb", build_once, outputs, debounce)
+    run_watch(first.root, kb.store.root if kb else "kb", build_once, outputs, debounce, session.verbose)
 
 
 @main.command()
@@ -435,6 +460,8 @@ def check(session: Session, fmt: str) -> None:
     """Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, unbuilt or orphaned.
 
     Needs no model, no network and no .kbuild/: run it in CI on a fresh clone.
+
+    Example: kbuild check --format github
     """
     from .checks.store import as_dicts, check_store
 
@@ -504,7 +531,10 @@ def view() -> None:
 @click.option("--across", multiple=True, help="Another project whose facts the view may draw on (repeatable).")
 @click.pass_obj
 def view_add(session: Session, project: str, name: str, about: str, across: tuple[str, ...]) -> None:
-    """Ask for a view NAME of PROJECT; the next build writes artifacts/views/NAME.md."""
+    """Ask for a view NAME of PROJECT; the next build writes artifacts/views/NAME.md.
+
+    Example: kbuild view add payments refunds --about "how refunds work and their limits"
+    """
     from .store.sources import ViewRequest
 
     file = _project_sources(session, project)
@@ -523,7 +553,10 @@ def spec() -> None:
 @click.option("--view", "view_name", required=True, help="The view the spec is written from.")
 @click.pass_obj
 def spec_add(session: Session, project: str, feature: str, view_name: str) -> None:
-    """Ask for a spec FEATURE of PROJECT from a view; the next build writes artifacts/specs/FEATURE.md."""
+    """Ask for a spec FEATURE of PROJECT from a view; the next build writes artifacts/specs/FEATURE.md.
+
+    Example: kbuild spec add payments refund-api --view refunds
+    """
     from .store.sources import SpecRequest
 
     file = _project_sources(session, project)
@@ -539,7 +572,10 @@ def spec_add(session: Session, project: str, feature: str, view_name: str) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 @click.pass_obj
 def logs(session: Session, limit: int, query: str | None, errors: bool, full: bool, as_json: bool) -> None:
-    """Every model call: prompt, response, tokens, latency, cost, and whether the cache answered."""
+    """Every model call: prompt, response, tokens, latency, cost, and whether the cache answered.
+
+    Example: kbuild logs -n 5 --full
+    """
     from .model.calllog import CallLog
 
     spec, engine = session.load()
@@ -565,7 +601,10 @@ def logs(session: Session, limit: int, query: str | None, errors: bool, full: bo
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def status(session: Session, as_json: bool) -> None:
-    """What is stale, grouped by what changed, and what a build would run."""
+    """What is stale, grouped by what changed, and what a build would run.
+
+    Example: kbuild status --json
+    """
     spec, engine = session.load()
     targets = session.targets(spec)
     inspection = engine.inspect()
@@ -601,6 +640,8 @@ def explain(session: Session, what: str) -> None:
     """Why a query or a generated file would rebuild, what it read and what reads it.
 
     WHAT is a query id as `kbuild graph` prints it, or the path of a file a query wrote.
+
+    Example: kbuild explain kb/shop/facts/payments/refunds.md
     """
     spec, engine = session.load()
     targets = session.targets(spec)
@@ -681,27 +722,30 @@ def graph(session: Session, fmt: str, no_files: bool, page: str | None) -> None:
 
 
 class Progress:
-    """One line on a terminal, redrawn at most ten times a second: long work shows it is moving."""
+    """A progress bar on a terminal (tqdm): queries done of those that may run, failures, the
+    query at work, elapsed and estimated time. Quiet when stderr is not a terminal."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.ran = self.failed = 0
-        self.last = 0.0
+    def __init__(self, enabled: bool, total: int | None = None) -> None:
+        self.bar = None
+        self.failed = 0
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total or None, unit="query", leave=False, dynamic_ncols=True, file=sys.stderr)
 
     def __call__(self, event: str, qid: str) -> None:
-        if event == "done":
-            self.ran += 1
-        elif event == "fail":
-            self.failed += 1
-        now = time.monotonic()
-        if self.enabled and (now - self.last > 0.1 or event == "fail"):
-            self.last = now
-            line = f"[{self.ran} ran, {self.failed} failed] {qid}"
-            click.echo("\r" + line[:100].ljust(100), nl=False, err=True)
+        if self.bar is None:
+            return
+        if event in ("done", "fail"):
+            self.failed += event == "fail"
+            if self.bar.total is not None and self.bar.n >= self.bar.total:
+                self.bar.total += 1  # the estimate was low: a new query (a new fact) appeared
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"{self.failed} failed, {qid[:50]}", refresh=False)
 
     def close(self) -> None:
-        if self.enabled and self.last:
-            click.echo("\r" + " " * 100 + "\r", nl=False, err=True)
+        if self.bar is not None:
+            self.bar.close()
 
 
 def estimate(engine: Engine, rules: list[str]) -> str:
@@ -790,8 +834,12 @@ def report_json(report: Report) -> dict[str, Any]:
     }
 
 
-def print_report(report: Report, debug: bool) -> None:
-    for qid, messages in sorted(report.warnings.items()):
+def print_report(report: Report, debug: bool, quiet: bool = False, verbose: bool = False) -> None:
+    if verbose:
+        for qid in report.executed:
+            cut = f" (cut off: {report.cutoff[qid]})" if qid in report.cutoff else ""
+            click.echo(f"ran {qid}: {report.reasons.get(qid, '')}{cut}")
+    for qid, messages in sorted(report.warnings.items()) if not quiet else ():
         for message in messages:
             click.secho(f"warning: {message}", fg="yellow", err=True)
     causes = report.root_failures()
@@ -804,4 +852,5 @@ def print_report(report: Report, debug: bool) -> None:
             click.echo(getattr(exc, "__kbuild_traceback__", ""), err=True)
     if len(report.failed) > len(causes):
         click.secho(f"({len(report.failed) - len(causes)} more could not be built because of these)", fg="red", err=True)
-    click.echo(report.summary())
+    if not quiet:
+        click.echo(report.summary())

@@ -27,7 +27,7 @@ def _stamp() -> str:
 
 
 def watch(root: Path, store_root: str, build_once: Callable[[], str | None], outputs: Callable[[], dict[str, str]],
-          debounce_ms: int = 300) -> None:
+          debounce_ms: int = 300, verbose: bool = False) -> None:
     """Build, then rebuild after each burst of changes, until interrupted.
 
     `build_once` loads the Kbuildfile and builds, returning a one-line summary (None when the
@@ -75,6 +75,8 @@ def watch(root: Path, store_root: str, build_once: Callable[[], str | None], out
                 continue
             started = time.perf_counter()
             shown = ", ".join(inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+            if verbose:  # the moment the rebuild starts, for benchmarks/watch.py
+                click.echo(f"[{_stamp()}] rebuilding after {shown or 'generated pages'} at {time.time():.3f}")
             summary = build_once()
             took = time.perf_counter() - started
             click.echo(f"[{_stamp()}] changed: {shown or 'generated pages'} -> "
