@@ -12,6 +12,7 @@ from typing import Any
 
 
 from kbuild.checks.grounding import unsupported
+from kbuild.checks.secrets import redact
 from kbuild.engine import Problem, QueryFailed, Rule, rule
 from kbuild.model.offline import clean
 from kbuild.search import tokens
@@ -115,7 +116,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                     failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
             return failures
 
-        statements = await backend.write_section(ctx, kind, about, title, facts, grounded)
+        statements = [{**st, "text": redact(st["text"])}
+                      for st in await backend.write_section(ctx, kind, about, title, facts, grounded)]
         failures = grounded(statements)
         if failures:
             raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbuild.checks.links import broken_links_in
+from kbuild.checks.secrets import find_secrets, redact
 from kbuild.engine import Problem, Query, QueryFailed, Rule, rule
 from kbuild import meaning
 from kbuild.engine.hashing import hash_bytes
@@ -181,7 +182,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return {"path": original, "hash": hash_bytes(data), "bytes": len(data), "ext": entry.ext,
                 "origin": entry.origin, "title": entry.title}
 
-    @rule(version=1, uses=CONVERTER)
+    @rule(version=1, uses=(*CONVERTER, "kbuild.checks.secrets"))
     async def text(ctx, project, source):
         got = await ctx.query(raw(project, source))
         data = ctx.read(got["path"])
@@ -195,6 +196,11 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             raise Problem(f"{project}/{source} ({got['origin']}): {exc}") from None
         for warning in converted.warnings:
             ctx.warn(f"{project}/{source}: {warning}")
+        found = find_secrets(converted.text)
+        if found:
+            kinds = ", ".join(sorted(set(found)))
+            ctx.warn(f"{project}/{source}: holds what looks like {kinds} ({len(found)} in all); raw/ keeps it, "
+                     "generated pages do not repeat it; rotate it if it is real")
         folder = store.facts_dir(project, source)
         ctx.write(store.text(project, source), converted.text)
         for number, png in enumerate(converted.pages, start=1):
@@ -268,8 +274,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         def links_resolve(text: str) -> list[str]:  # the link guardrail, before the answer is taken
             return broken_links_in(text, page, kb.root / store.root)
 
-        written = await backend.rewrite(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"],
-                                        check=links_resolve)
+        written = redact(await backend.rewrite(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"],
+                                               check=links_resolve))
         failures = links_resolve(written)
         if failures:
             raise Problem(f"{project}/{source}/{slug}: the rewrite {'; '.join(failures)}")
@@ -294,7 +300,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
           cutoff=same_meaning)
     async def chunk_summary(ctx, project, source, slug):
         c = await ctx.query(chunk(project, source, slug))
-        return await backend.summarise_chunk(ctx, c["text"], c["headings"], c["previous"])
+        return redact(await backend.summarise_chunk(ctx, c["text"], c["headings"], c["previous"]))
 
     @rule(version=1)
     async def fact_groups(ctx, project, source):

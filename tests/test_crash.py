@@ -58,7 +58,7 @@ def tree(folder: Path, temporaries: bool = False) -> dict[str, bytes]:
 
 
 def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
-    runs = int(os.environ.get("KBUILD_CRASH_RUNS", "12"))
+    runs = int(os.environ.get("KBUILD_CRASH_RUNS", "50"))
     rng = random.Random(int(os.environ.get("KBUILD_CRASH_SEED", "7")))
     store = tmp_path / "store"
     make_store(store, 0)

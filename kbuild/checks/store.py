@@ -13,7 +13,8 @@ from typing import Any
 from ..engine import Engine
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
-from .links import broken_links
+from .links import broken_links_in, checked_text
+from .secrets import find_secrets
 
 CHECKED_RULES = ("fact", "view_page", "spec_page")  # pages whose statements must be grounded in their sources
 
@@ -50,8 +51,11 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
 
     for path, qid in sorted(outputs.items()):
         if path.endswith(".md") and (root / path).exists() and "/raw/" not in path:
-            for problem in broken_links(root / path, root / (kb.store.root if kb else "")):
+            text = (root / path).read_text("utf-8", errors="replace")
+            for problem in broken_links_in(text, root / path, root / (kb.store.root if kb else "")):
                 findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
+            for kind in sorted(set(find_secrets(checked_text(text, Path(path).name)))):
+                findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
 
     for qid, memo in sorted(memos.items()):
         if memo.rule not in CHECKED_RULES:

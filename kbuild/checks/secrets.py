@@ -1,0 +1,31 @@
+"""Text that looks like a credential: found at conversion, kept out of every generated page.
+
+The raw copy is never edited, and a fact's Original quotes its source word for word (text.md
+too); everything kbuild writes itself (rewrites, summaries, views, specs) has each secret
+replaced by a marker, and `kbuild check` fails while a generated page still holds one.
+"""
+from __future__ import annotations
+
+import re
+
+PATTERNS = {
+    "a private key": re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|\Z)"),
+    "an AWS access key": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    "a GitHub token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    "an OpenAI-style key": re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b"),
+    "a Slack token": re.compile(r"\bxox[abpors]-[A-Za-z0-9-]{10,}\b"),
+    "a password in a URL": re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
+    "an assigned secret": re.compile(r"(?i)\b(?:api[_-]?key|secret|token|passwd|password)\s*[:=]\s*['\"][^'\"\s]{8,}['\"]"),
+}
+MARKER = "[secret removed]"
+
+
+def find_secrets(text: str) -> list[str]:
+    """What kinds of credentials the text holds (one entry per finding)."""
+    return [kind for kind, pattern in PATTERNS.items() for _ in pattern.finditer(text)]
+
+
+def redact(text: str) -> str:
+    for pattern in PATTERNS.values():
+        text = pattern.sub(MARKER, text)
+    return text
