@@ -38,6 +38,7 @@ class SimulatedModel(OfflineBackend):
         async def compute() -> dict[str, Any]:
             ctx.count("model calls", 1)
             ctx.count("tokens in", len(prompt) // 4)
+            ctx.count(f"tokens in: {task}", len(prompt) // 4)
             value = await answer()
             ctx.count("tokens out", len(json.dumps(value)) // 4)
             return {"value": value}

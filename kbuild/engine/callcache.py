@@ -23,6 +23,7 @@ class CallCache:
         self.calls = 0
         self.hits = 0
         self._in_flight: dict[str, asyncio.Future[Any]] = {}
+        self._answered: dict[str, Any] = {}  # this build's answers: no second call for a key
 
     @staticmethod
     def key(request: Mapping[str, Any]) -> str:
@@ -39,7 +40,7 @@ class CallCache:
 
     def put(self, key: str, request: Mapping[str, Any], response: Any) -> None:
         record = {"request": request, "response": response}
-        atomic_write(self._path(key), canonical_json(record).encode())
+        atomic_write(self._path(key), canonical_json(record).encode(), durable=False)
 
     async def call(
         self,
@@ -50,7 +51,8 @@ class CallCache:
         """The cached response to `request`, computing it at most once even when asked concurrently."""
         key = self.key(request)
         if not refresh:
-            cached = self.get(key)
+            # file I/O off the event loop: on slow disks an open costs as much as running a query
+            cached = await asyncio.to_thread(self.get, key)
             if cached is not None:
                 self.hits += 1
                 return cached
@@ -58,13 +60,17 @@ class CallCache:
         if pending is not None:
             self.hits += 1
             return await asyncio.shield(pending)
+        if key in self._answered and not refresh:  # answered while our cache read was in flight
+            self.hits += 1
+            return self._answered[key]
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
             async with self.limit:
                 self.calls += 1
                 response = await compute()
-            self.put(key, request, response)
+            await asyncio.to_thread(self.put, key, request, response)
+            self._answered[key] = response
             future.set_result(response)
             return response
         except BaseException as exc:

@@ -20,10 +20,13 @@ class PathEscapesRoot(ValueError):
     pass
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Write to a temporary file beside `path`, flush it, then rename it into place.
 
-    A crash leaves the old file or the new one, never a torn one.
+    A crash leaves the old file or the new one, never a torn one. `durable=False` skips the
+    fsync, for files whose loss after a power cut costs only a recomputation (a cache entry that
+    reads back empty or damaged is a miss): on these disks an fsync costs about a millisecond,
+    and it blocks the event loop.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     # One fixed temporary name per file (one writer per store): a crash leaves at most one
@@ -33,7 +36,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as out:
             out.write(data)
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
