@@ -47,3 +47,24 @@ def simple_pdf(pages: int = 1) -> bytes:
     for n in range(pages):
         doc.new_page().insert_text((72, 72), f"page {n + 1} text")
     return doc.tobytes()
+
+
+PAYMENTS = """# Payments
+
+The service accepts card payments from customers in the euro area.
+
+## Refunds
+
+Refunds SHALL be requested within 90 days of the payment. A refund returns the whole amount to the card.
+
+## Reports
+
+A daily report lists every payment and every refund. The finance team receives it each morning.
+"""
+
+
+def scripted_kbuildfile(url: str, **settings: object) -> str:
+    """A Kbuildfile whose model is a scripted server at `url` (tests/openai_server.py)."""
+    model = {"base_url": f"{url}/v1", "api_key": "t", "model": "m", **settings}
+    return ("from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
+            f"kb = knowledge_base(Path(__file__).parent, model={model!r})\nRULES = kb.rules\ntargets = kb.targets\n")

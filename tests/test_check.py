@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from documents import scripted_kbuildfile
 from openai_server import Reply, ScriptedServer
 
 from kbuild.cli import main
@@ -165,10 +166,7 @@ def test_a_model_link_to_a_missing_fact_is_sent_back_then_accepted_or_the_page_f
     always_bad = {"on": False}
     with ScriptedServer(reply) as server:
         root = tmp_path
-        (root / "Kbuildfile.py").write_text(
-            "from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
-            f"kb = knowledge_base(Path(__file__).parent, model={{'base_url': '{server.url}/v1', 'api_key': 't', "
-            "'model': 'm', 'validation_retries': 2})\nRULES = kb.rules\ntargets = kb.targets\nmax_calls = 1\n")
+        (root / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url, validation_retries=2) + "max_calls = 1\n")
         (root / "doc.md").write_text("# Doc\n\nOne fact about the shop.\n")
         (root / "kb/p").mkdir(parents=True)
         (root / "kb/p/sources.yml").write_text("sources:\n  - id: doc\n    path: doc.md\n")
@@ -214,10 +212,7 @@ def test_a_statement_with_a_number_its_fact_does_not_hold_is_refused_by_code(tmp
                                  "statements": [statement], "requirements": [], "unsupported": []}))
 
     with ScriptedServer(reply) as server:
-        (tmp_path / "Kbuildfile.py").write_text(
-            "from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
-            f"kb = knowledge_base(Path(__file__).parent, model={{'base_url': '{server.url}/v1', 'api_key': 't', "
-            "'model': 'm', 'validation_retries': 1})\nRULES = kb.rules\ntargets = kb.targets\n")
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url, validation_retries=1))
         (tmp_path / "payments.md").write_text(PAYMENTS)
         (tmp_path / "kb/p").mkdir(parents=True)
         (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: payments\n    path: payments.md\n")
@@ -243,10 +238,7 @@ def test_a_page_the_grounding_call_rejects_is_not_written_and_the_old_one_stays(
                                  "statements": [{"text": "Refunds are due within 90 days.", "cites": [1]}]}))
 
     with ScriptedServer(reply) as server:
-        (tmp_path / "Kbuildfile.py").write_text(
-            "from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
-            f"kb = knowledge_base(Path(__file__).parent, model={{'base_url': '{server.url}/v1', 'api_key': 't', "
-            "'model': 'm'})\nRULES = kb.rules\ntargets = kb.targets\n")
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url))
         (tmp_path / "payments.md").write_text(PAYMENTS)
         (tmp_path / "kb/p").mkdir(parents=True)
         (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: payments\n    path: payments.md\n")

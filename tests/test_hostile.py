@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from documents import scripted_kbuildfile
 from openai_server import Reply, ScriptedServer
 
 from kbuild.cli import main
@@ -69,10 +70,7 @@ def test_instructions_inside_a_document_change_nothing_but_its_own_fact(tmp_path
                                  "abstract": "A.", "statements": [], "requirements": [], "unsupported": []}))
 
     with ScriptedServer(obedient) as server:
-        (tmp_path / "Kbuildfile.py").write_text(
-            "from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
-            f"kb = knowledge_base(Path(__file__).parent, model={{'base_url': '{server.url}/v1', 'api_key': 't', "
-            "'model': 'm'})\nRULES = kb.rules\ntargets = kb.targets\n")
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url))
         (tmp_path / "refunds.md").write_text(INJECTED)
         (tmp_path / "hours.md").write_text("# Hours\n\nThe shop opens at nine and closes at six.\n")
         (tmp_path / "kb/p").mkdir(parents=True)

@@ -7,24 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from documents import PAYMENTS
 
 from kbuild.cli import main
 from kbuild.meaning import classify_text
 
 DATA = Path(__file__).resolve().parent / "data"
 
-PAYMENTS = """# Payments
-
-The service accepts card payments from customers in the euro area.
-
-## Refunds
-
-Refunds SHALL be requested within 90 days of the payment. A refund returns the whole amount to the card.
-
-## Reports
-
-A daily report lists every payment and every refund. The finance team receives it each morning.
-"""
 
 
 def kbuild(root: Path, *args: str):
