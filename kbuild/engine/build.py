@@ -635,8 +635,8 @@ class _Build:
         if task is None:
             task = asyncio.ensure_future(self._update(qid))
             self.tasks[qid] = task
-        elif requester is not None and self._waits_on(qid, requester):
-            raise CycleError(self._cycle_path(qid, requester))
+        elif requester is not None and (cycle := self._cycle_path(qid, requester)) is not None:
+            raise CycleError(cycle)
         if requester is None:
             return await task
         waiting = self.waits.setdefault(requester, set())
@@ -645,9 +645,6 @@ class _Build:
             return await task
         finally:
             waiting.discard(qid)
-
-    def _waits_on(self, start: str, target: str) -> bool:
-        return self._cycle_path(start, target) is not None
 
     def _cycle_path(self, start: str, target: str) -> list[str] | None:
         """A path start -> ... -> target through queries waiting on one another, if any."""

@@ -19,7 +19,6 @@ class CallCache:
     def __init__(self, folder: Path, max_in_flight: int) -> None:
         self.folder = folder
         self.limit = asyncio.Semaphore(max_in_flight)
-        self.max_in_flight = max_in_flight
         self.calls = 0
         self.hits = 0
         self._in_flight: dict[str, asyncio.Future[Any]] = {}

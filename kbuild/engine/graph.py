@@ -18,8 +18,3 @@ def to_graph(memos: dict[str, Memo], files: bool = True) -> nx.DiGraph:
             else:
                 graph.add_edge(qid, dep)
     return graph
-
-
-def dependents(memos: dict[str, Memo], node: str) -> set[str]:
-    """Every query that reads `node`, directly or through other queries."""
-    return set(nx.ancestors(to_graph(memos), node))
