@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from edit_replay import REPO, add, build, store  # noqa: E402
+from edit_replay import REPO, cold_report  # noqa: E402
 
 
 def main() -> None:
@@ -31,13 +30,7 @@ def main() -> None:
         elif entry.suffix == ".rst":
             docs[entry.stem] = entry.read_text()
     source_tokens = sum(len(t) for t in docs.values()) // 4
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        store(root)
-        for name, text in docs.items():
-            (root / f"{name}.rst").write_text(text)
-            add(root, f"{name}.rst")
-        counters = build(root)["counters"]
+    counters = cold_report({f"{name}.rst": text for name, text in docs.items()})["counters"]
     print(f"{len(docs)} documents, {source_tokens:,} source tokens")
     for name in sorted(k for k in counters if k.startswith("tokens in: ")):
         print(f"  {name[11:]:<16} {int(counters[name]):>9,} tokens in  {counters[name] / source_tokens:5.2f}x")

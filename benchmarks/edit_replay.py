@@ -108,14 +108,19 @@ def calls(report: dict[str, Any]) -> tuple[int, int, int]:
     return rewrites, int(c.get("model calls", 0)), int(c.get("tokens in", 0))
 
 
-def cold(files: dict[str, str], floor: int = 2000, cap: int = 4000) -> tuple[int, int, int]:
+def cold_report(files: dict[str, str], floor: int = 2000, cap: int = 4000) -> dict[str, Any]:
+    """The report of a cold build of a fresh store holding `files` (name -> text)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         store(root, floor, cap)
         for name, text in files.items():
             (root / name).write_text(text)
             add(root, name)
-        return calls(build(root))
+        return build(root)
+
+
+def cold(files: dict[str, str], floor: int = 2000, cap: int = 4000) -> tuple[int, int, int]:
+    return calls(cold_report(files, floor, cap))
 
 
 def replay(corpus: Path) -> None:

@@ -1,7 +1,10 @@
 """Documents the tests build for themselves (no test depends on files outside the repository)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pymupdf
+from click.testing import CliRunner
 
 LETTER = (612, 792)  # points
 
@@ -68,3 +71,21 @@ def scripted_kbuildfile(url: str, **settings: object) -> str:
     model = {"base_url": f"{url}/v1", "api_key": "t", "model": "m", **settings}
     return ("from pathlib import Path\nfrom kbuild.rules import knowledge_base\n"
             f"kb = knowledge_base(Path(__file__).parent, model={model!r})\nRULES = kb.rules\ntargets = kb.targets\n")
+
+
+def small_store(root: Path, docs: dict[str, str], project: str = "shop") -> None:
+    """`kbuild init` in `root` with small facts (so short documents have several), and `docs`
+    (file name -> text) added to `project`; not built yet."""
+    from kbuild.cli import main
+
+    def kbuild(*args: str) -> None:
+        result = CliRunner().invoke(main, ["-C", str(root), *args])
+        assert result.exit_code == 0, result.output
+
+    kbuild("init", str(root))
+    kbuildfile = root / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000",
+                                                         "floor_tokens=15, cap_tokens=40"))
+    for name, text in docs.items():
+        (root / name).write_text(text)
+        kbuild("add", project, name)

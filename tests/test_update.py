@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from documents import PAYMENTS
+from documents import PAYMENTS, small_store
 
 from kbuild.cli import main
 from kbuild.meaning import classify_text
@@ -32,13 +32,7 @@ def pages(root: Path) -> dict[str, str]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
-    kbuildfile = tmp_path / "Kbuildfile.py"
-    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
-    (tmp_path / "payments.md").write_text(PAYMENTS)
-    (tmp_path / "other.md").write_text("# Other\n\nThe shop opens at nine. It closes at six on weekdays.\n")
-    for name in ("payments.md", "other.md"):
-        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    small_store(tmp_path, {"payments.md": PAYMENTS, "other.md": "# Other\n\nThe shop opens at nine. It closes at six on weekdays.\n"})
     assert kbuild(tmp_path, "view", "add", "shop", "refunds", "--about", "refund requests and deadlines").exit_code == 0
     assert kbuild(tmp_path, "spec", "add", "shop", "refund-rules", "--view", "refunds").exit_code == 0
     assert kbuild(tmp_path).exit_code == 0
