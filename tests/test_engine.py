@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 
 from kbuild.engine import BuildLocked, Engine, Rule, rule
 from kbuild.engine.build import BuildLock
+from kbuild.engine.lockfile import patch_lock, render_lock
+from kbuild.engine.state import Memo
 
 RUNS: list[str] = []
 
@@ -314,6 +317,28 @@ def test_the_lock_is_deterministic_and_sorted(tmp_path):
     text = (a / "kbuild.lock").read_text()
     ids = [line.split('"')[1] for line in text.splitlines() if line.startswith('  "')]
     assert ids == sorted(ids) and len(ids) == 5
+
+
+def test_a_lock_patched_where_queries_changed_equals_one_rendered_afresh():
+    """A build that ran a few queries rewrites only their entries of the lock; the result must be
+    byte for byte the lock of the whole graph, whatever ids (quotes, newlines, non-ASCII) it has."""
+    rng = random.Random(7)
+    names = [f"q{i:03}" for i in range(300)] + ['we"ird": {\n', "a\\b", "\u00e9x", 'x": {', "\u2603"]
+
+    def memo(qid: str) -> Memo:
+        return Memo(qid, "r", [qid], "f", [[["file:a", str(rng.random())]]] if rng.random() < 0.5 else [],
+                    str(rng.random()), {"o\n\"x": "d"} if rng.random() < 0.3 else {}, {"n": 1} if rng.random() < 0.3 else {})
+
+    for _ in range(200):
+        memos = {q: memo(q) for q in rng.sample(names, rng.randrange(len(names)))}
+        old = render_lock(memos)
+        changed = set(rng.sample(names, rng.randrange(12)))
+        for qid in changed:
+            if rng.random() < 0.4:
+                memos.pop(qid, None)
+            else:
+                memos[qid] = memo(qid)
+        assert patch_lock(old, memos, changed) == render_lock(memos)
 
 
 def test_a_fresh_clone_with_the_lock_needs_no_run(folder, tmp_path_factory):

@@ -6,6 +6,7 @@ reads changed (minimality), which also proves early cutoff and dynamic dependenc
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbuild.engine import Engine, rule
+from kbuild.engine.lockfile import render_lock
 
 Dep = tuple[str, int]  # ("file", i) or ("query", j)
 
@@ -113,7 +115,7 @@ def write_inputs(folder: Path, inputs: list[int]) -> None:
             path.write_text(str(v))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("KBUILD_PROPERTY_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graphs())
 def test_incremental_equals_from_scratch_and_runs_exactly_what_changed(tmp_path_factory, case):
     spec, targets, inputs, edits = case
@@ -150,4 +152,6 @@ def test_incremental_equals_from_scratch_and_runs_exactly_what_changed(tmp_path_
         assert set(EXECUTED) == expected
         assert len(EXECUTED) == len(set(EXECUTED))  # and each at most once
         assert set(memos) == {node(j).id for j in new_traces}  # no longer reached: forgotten
+        # the lock, patched where the build changed it, is the whole graph rendered afresh
+        assert engine.lock_path.read_bytes() == render_lock(memos)
         inputs, traces = new_inputs, new_traces

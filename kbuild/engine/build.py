@@ -29,7 +29,7 @@ from typing import Any, Literal
 from .callcache import CallCache
 from .files import TEMP_SUFFIX, FileHasher, atomic_write, output_path
 from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
-from .lockfile import read_lock, write_lock
+from .lockfile import patch_lock, read_lock, render_lock
 from .rule import Query, Rule
 from .state import DepGroup, Memo, State, flat
 
@@ -404,7 +404,7 @@ class _Build:
         self.lock_key = self.hasher.key(engine.lock_path)
         self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
         self.memos: dict[str, Memo] = {}
-        self.changed = False
+        self.changed: set[str] = set()  # queries whose memo this build saved or deleted
         self.calls = CallCache(engine.cache_dir, engine.max_calls)
         self.green: dict[str, str] = {}  # settled this build: query id -> hash its readers see
         self.must_run: dict[str, str] = {}  # query id -> why it cannot be reused
@@ -417,6 +417,12 @@ class _Build:
         self.report = Report()
         self.last_commit = time.monotonic()
         self.queries: dict[str, Query] = {}
+        # When the last build left everything settled and only a few inputs changed, only the
+        # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
+        self.reached: set[str] | None = None
+        self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
+        self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
+        self.dead_memos: dict[str, Memo] = {}
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -433,6 +439,31 @@ class _Build:
             gc.enable()
         gc.freeze()
 
+    def load_reached(self, changed_files: list[str], changed_outputs: list[str], root_ids: list[str]) -> None:
+        """Load only the queries that the changed files and outputs reach through the recorded
+        graph read backwards; every other query is settled with its recorded hash, which its
+        readers recorded too (the last build left every read settled)."""
+        state = self.state
+        frontier = state.readers(FILE + p for p in changed_files)
+        for writers in state.writers(changed_outputs).values():
+            frontier |= writers
+        reached: set[str] = set()
+        while frontier:
+            reached |= frontier
+            frontier = state.readers(frontier) - reached
+        self.reached = reached
+        self.memos = _LazyMemos(state)
+        self.memos.update(state.load_memos(reached))
+        green = self.green
+        for qid in reached:
+            for dep, recorded in flat(self.memos[qid].deps):
+                if dep not in reached and not dep.startswith(FILE):
+                    green[dep] = recorded
+        for qid in root_ids:
+            memo = self.memos.get(qid) if qid not in reached else None
+            if memo is not None:
+                green[qid] = memo.hash
+
     def _import_lock(self) -> None:
         """Take the graph from the lock when it changed under us (a fresh clone, a git pull)."""
         imported = read_lock(self.engine.lock_path)
@@ -445,10 +476,9 @@ class _Build:
 
     # -- the no-op fast path ------------------------------------------------------------------
 
-    def still_clean(self, root_ids: list[str]) -> int | None:
-        """When the last build left every query settled, the whole graph is still settled if no
-        file it read or wrote changed, no rule changed and the targets are the same: that needs
-        a stat per file, as `git status` does, and not the graph. Returns the number of queries."""
+    def clean_summary(self, root_ids: list[str]) -> dict[str, Any] | None:
+        """What the last build recorded when it left every query settled, if it still describes
+        this build: the same lock, targets and rules."""
         if self.lock_changed:
             return None
         blob = self.state.get_meta(CLEAN)
@@ -462,11 +492,20 @@ class _Build:
             r = rules.get(name)
             if r is None or r.fingerprint != fingerprint:
                 return None
+        return summary
+
+    def changed_since(self, summary: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """The files read and the outputs written that changed since the summary: a stat per
+        file, as `git status` does, and not the graph."""
         file_hash = self.hasher.hash
-        for kind in ("files", "outputs"):
-            for path, digest in summary[kind].items():
-                if file_hash(path) != digest:
-                    return None
+        return ([path for path, digest in summary["files"].items() if file_hash(path) != digest],
+                [path for path, digest in summary["outputs"].items() if file_hash(path) != digest])
+
+    def still_clean(self, root_ids: list[str]) -> int | None:
+        """The number of queries, when the whole graph is still settled; else None."""
+        summary = self.clean_summary(root_ids)
+        if summary is None or any(self.changed_since(summary)):
+            return None
         return summary["queries"]
 
     def _record_clean(self, root_ids: list[str]) -> None:
@@ -539,6 +578,7 @@ class _Build:
         memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
         file_hash = self.hasher.hash
         cursor: dict[str, int] = {}
+        first_reason: dict[str, str] = {}
         deps_of: dict[str, list[tuple[str, str]]] = {}
         for root in roots:
             stack = [root]
@@ -557,34 +597,39 @@ class _Build:
                     deps_of[qid] = [dep for group in memos[qid].deps for dep in group]
                 deps = deps_of[qid]
                 i = cursor[qid]
-                reason = None
+                reason = first_reason.get(qid)
                 descend = None
+                # Past the first changed read, the rest are still settled: the query's verification
+                # after its changed read is settled needs them, and they cost a stat here against
+                # a task each in the asynchronous pass.
                 while i < len(deps):
                     dep, recorded = deps[i]
-                    if dep.startswith(FILE):
-                        if file_hash(dep[5:]) != recorded:
-                            reason = f"input {dep[5:]} changed"
-                            break
-                    else:
-                        now = green.get(dep)
-                        if now is None:
-                            if dep in must_run or dep in unsure:
-                                reason = f"{dep} is out of date"
-                            elif dep in cursor:  # on the stack: a recorded cycle
-                                reason = f"{dep} is part of a cycle"
-                            else:
-                                descend = dep
-                            break
-                        if now != recorded:
-                            reason = f"{dep} changed"
-                            break
                     i += 1
+                    if dep.startswith(FILE):
+                        if reason is None and file_hash(dep[5:]) != recorded:
+                            reason = f"input {dep[5:]} changed"
+                        continue
+                    now = green.get(dep)
+                    if now is None:
+                        if dep in must_run or dep in unsure:
+                            reason = reason or f"{dep} is out of date"
+                        elif dep in cursor:  # on the stack: a recorded cycle
+                            reason = reason or f"{dep} is part of a cycle"
+                        else:
+                            descend = dep
+                            i -= 1
+                            break
+                    elif now != recorded:
+                        reason = reason or f"{dep} changed"
                 if descend is not None:
                     cursor[qid] = i
+                    if reason is not None:
+                        first_reason[qid] = reason
                     stack.append(descend)
                     continue
                 stack.pop()
                 del cursor[qid], deps_of[qid]
+                first_reason.pop(qid, None)
                 if reason is None:
                     green[qid] = memos[qid].hash
                 else:
@@ -598,31 +643,57 @@ class _Build:
             self.introduce(t)
         root_ids = [t.id for t in targets]
         report = self.report
-        settled = self.still_clean(root_ids)
-        if settled is not None:
-            report.reused = settled
+        summary = self.clean_summary(root_ids)
+        changed_files, changed_outputs = self.changed_since(summary) if summary else ([], [])
+        if summary is not None and not changed_files and not changed_outputs:
+            report.reused = summary["queries"]  # the no-op: nothing changed, the graph is not read
             report.seconds = time.perf_counter() - started
             return report
-        self.load_graph()
         self.state.delete_meta(CLEAN)
+        if summary is not None and collect_garbage:
+            self.state.commit()  # a crash from here on leaves no summary: the next build reads the whole graph
+            self.load_reached(changed_files, changed_outputs, root_ids)
+        else:
+            self.load_graph()
         self.settle(root_ids)
         await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
         report.failed = dict(self.failed)
-        report.reused = len(self.green) - len(report.executed)
-        nothing_ran_and_all_settled = not report.executed and len(self.green) == len(self.memos)
-        if collect_garbage and not nothing_ran_and_all_settled:
-            self._collect_garbage(root_ids)
-        self._sweep_temporaries()  # the slow path only: a crash always leaves the next build on it
-        self._check_output_owners()
+        if self.reached is None:
+            report.reused = len(self.green) - len(report.executed)
+            nothing_ran_and_all_settled = not report.executed and len(self.green) == len(self.memos)
+            if collect_garbage and not nothing_ran_and_all_settled:
+                self._collect_garbage(root_ids)
+            self._sweep_temporaries()  # the slow path only: a crash always leaves the next build on it
+            self._check_output_owners()
+        else:
+            dead = self._collect_dropped(root_ids)
+            report.reused = summary["queries"] - len(dead | {q for q in report.executed if q in self.replaced})
+            self._check_new_outputs()
         if self.changed or not self.engine.lock_path.exists():
-            data = write_lock(self.engine.lock_path, self.memos)
-            self.state.set_meta("lock_hash", hash_bytes(data))
-            self.hasher.wrote(self.lock_key, hash_bytes(data))
-        self._record_clean(root_ids)
+            self._write_lock()
+        if self.reached is None:
+            self._record_clean(root_ids)
+        else:
+            self._update_clean(summary, changed_files, dead)
         report.calls = self.calls.calls
         report.cache_hits = self.calls.hits
         report.seconds = time.perf_counter() - started
         return report
+
+    def _write_lock(self) -> None:
+        data = None
+        # The lock on disk is this state's when this code wrote it (not imported from a pull or
+        # a merge) and its hash is the one recorded: then only the queries that changed are
+        # rendered again.
+        if not self.lock_changed and self.hasher.hash(self.lock_key) == self.state.get_meta("lock_hash"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                data = patch_lock(self.engine.lock_path.read_bytes(), self.memos, self.changed)
+        if data is None:
+            data = render_lock(self.memos if self.reached is None else self.state.load_memos())
+        atomic_write(self.engine.lock_path, data)
+        digest = hash_bytes(data)
+        self.state.set_meta("lock_hash", digest)
+        self.hasher.wrote(self.lock_key, digest)
 
     async def demand(self, qid: str, requester: str | None) -> str:
         """Bring one query up to date and return the hash its readers see."""
@@ -665,6 +736,9 @@ class _Build:
 
     async def _update(self, qid: str) -> str:
         memo = self.memos.get(qid)
+        if self.reached is not None and qid not in self.reached and memo is not None:
+            self.green[qid] = memo.hash  # no change reaches it: settled as recorded
+            return memo.hash
         if memo is None and qid not in self.queries:
             # Read by a query in an earlier build, never built since (it failed): only a reader
             # running again can say whether it is still wanted, and with which rule.
@@ -756,10 +830,13 @@ class _Build:
             return self._fail(qid, f"cannot write its output: {exc}", exc)
         notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
         new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs, notes)
+        if memo is not None:
+            self.replaced.setdefault(qid, memo)
+            self.dropped |= {d for d, _ in flat(memo.deps) if not d.startswith(FILE)} - {d for d, _ in flat(new.deps)}
         self.memos[qid] = new
         self.state.save_memo(new, blob)
         self.values[qid] = decode_value(blob)
-        self.changed = True
+        self.changed.add(qid)
         self.green[qid] = digest
         self.report.executed.append(qid)
         if cut:
@@ -858,7 +935,7 @@ class _Build:
                 if path not in live_outputs:
                     self._remove_output(path)
         self.state.delete_memos(dead)
-        self.changed = True
+        self.changed.update(dead)
 
     def _check_output_owners(self) -> None:
         owner: dict[str, str] = {}
@@ -867,3 +944,91 @@ class _Build:
                 other = owner.setdefault(path, qid)
                 if other != qid:
                     self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
+
+    def _check_new_outputs(self) -> None:
+        for qid in self.report.executed:
+            memo = self.memos.get(qid)
+            if memo is None:
+                continue
+            for path, writers in self.state.writers(memo.outputs).items():
+                for other in sorted(writers - {qid}):
+                    self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
+
+    def _collect_dropped(self, roots: list[str]) -> set[str]:
+        """Forget the queries that re-run queries stopped reading and that nothing else reads
+        (the last build left no other garbage), and remove the files they made."""
+        state, keep = self.state, set(roots)
+        dead: set[str] = set()
+        candidates = sorted(self.dropped)
+        while candidates:
+            qid = candidates.pop()
+            if qid in keep or qid in dead or state.readers([qid]):
+                continue
+            memo = self.memos.get(qid)
+            if memo is None:
+                continue
+            dead.add(qid)
+            state.delete_memos([qid])
+            del self.memos[qid]
+            writers = state.writers(memo.outputs)
+            for path in memo.outputs:
+                if not writers.get(path):
+                    self._remove_output(path)
+            candidates += [d for d, _ in flat(memo.deps) if not d.startswith(FILE)]
+            self.dead_memos[qid] = memo
+        self.changed |= dead
+        return dead
+
+    def _update_clean(self, summary: dict[str, Any], changed_files: list[str], dead: set[str]) -> None:
+        """The summary of a build that loaded only what changes reached, brought up to date from
+        the memos it replaced and removed, when it too left every query settled."""
+        reached = self.reached
+        assert reached is not None
+        if self.failed or any(q not in self.green and q not in dead for q in reached):
+            return
+        files, outputs = summary["files"], summary["outputs"]
+        touched = set(changed_files)
+        for old in [*self.replaced.values(), *self.dead_memos.values()]:
+            for path in old.outputs:
+                outputs.pop(path, None)
+            touched |= {d[5:] for d, _ in flat(old.deps) if d.startswith(FILE)}
+        for qid in self.report.executed:
+            if qid in dead:
+                continue
+            memo = self.memos[qid]
+            outputs.update(memo.outputs)
+            touched |= {d[5:] for d, _ in flat(memo.deps) if d.startswith(FILE)}
+            if memo.rule not in summary["fingerprints"]:
+                summary["fingerprints"][memo.rule] = memo.fingerprint
+        for path in touched:
+            if self.state.readers([FILE + path]):
+                files[path] = self.hasher.hash(path)
+            else:
+                files.pop(path, None)
+        summary["queries"] += sum(q not in self.replaced for q in self.report.executed) - len(dead)
+        self.state.set_meta(CLEAN, json.dumps(summary))
+
+
+class _LazyMemos(dict[str, Memo]):
+    """Memos loaded from the state when first asked for: a build that loaded only what its
+    changes reach can still look up any query it meets."""
+
+    def __init__(self, state: State) -> None:
+        super().__init__()
+        self.state = state
+
+    def __missing__(self, qid: str) -> Memo:
+        found = self.state.load_memos([qid])
+        if not found:
+            raise KeyError(qid)
+        self[qid] = found[qid]
+        return found[qid]
+
+    def get(self, qid: str, default: Memo | None = None) -> Memo | None:  # type: ignore[override]
+        try:
+            return self[qid]
+        except KeyError:
+            return default
+
+    def __contains__(self, qid: object) -> bool:
+        return isinstance(qid, str) and self.get(qid) is not None

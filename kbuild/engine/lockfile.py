@@ -5,7 +5,9 @@ page shows in `git diff` as the lines of the hashes that changed.
 """
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from .files import atomic_write
@@ -18,35 +20,117 @@ class LockError(ValueError):
     pass
 
 
-def render_lock(memos: dict[str, Memo]) -> bytes:
+HEADER = f'{{\n "version": {LOCK_VERSION},\n "queries": {{\n'
+FOOTER = "\n }\n}\n"
+# An entry starts with a query id at two spaces of indent; every other line of an entry is
+# indented further and JSON escapes newlines inside strings, so JOIN + ENTRY occurs only between
+# entries.
+ENTRY = '  "'
+JOIN = ",\n"
+ID_END = '": {\n'
+
+
+def render_entry(qid: str, m: Memo) -> str:
     dumps = json.dumps
-    lines = ["{", f' "version": {LOCK_VERSION},', ' "queries": {']
-    entries = []
-    for qid in sorted(memos):
-        m = memos[qid]
-        groups = []
-        for group in m.deps:
-            items = ", ".join(dumps([d, h]) for d, h in group)
-            groups.append(f"    [{items}]")
-        deps = "[\n" + ",\n".join(groups) + "\n   ]" if groups else "[]"
-        outputs = dumps(m.outputs, sort_keys=True, separators=(", ", ": "))
-        entries.append(
-            f"  {dumps(qid)}: {{\n"
-            f'   "rule": {dumps(m.rule)},\n'
-            f'   "key": {dumps(m.key)},\n'
-            f'   "fingerprint": {dumps(m.fingerprint)},\n'
-            f'   "hash": {dumps(m.hash)},\n'
-            f'   "outputs": {outputs},\n'
-            + (f'   "notes": {dumps(m.notes, sort_keys=True)},\n' if m.notes else "")
-            + f'   "deps": {deps}\n'
-            "  }"
-        )
-    lines.append(",\n".join(entries))
-    lines += [" }", "}", ""]
-    return "\n".join(lines).encode()
+    groups = []
+    for group in m.deps:
+        items = ", ".join(dumps([d, h]) for d, h in group)
+        groups.append(f"    [{items}]")
+    deps = "[\n" + ",\n".join(groups) + "\n   ]" if groups else "[]"
+    outputs = dumps(m.outputs, sort_keys=True, separators=(", ", ": "))
+    return (
+        f"  {dumps(qid)}: {{\n"
+        f'   "rule": {dumps(m.rule)},\n'
+        f'   "key": {dumps(m.key)},\n'
+        f'   "fingerprint": {dumps(m.fingerprint)},\n'
+        f'   "hash": {dumps(m.hash)},\n'
+        f'   "outputs": {outputs},\n'
+        + (f'   "notes": {dumps(m.notes, sort_keys=True)},\n' if m.notes else "")
+        + f'   "deps": {deps}\n'
+        "  }"
+    )
 
 
-def write_lock(path: Path, memos: dict[str, Memo]) -> bytes:
+def render_lock(memos: Mapping[str, Memo]) -> bytes:
+    return (HEADER + JOIN.join(render_entry(qid, memos[qid]) for qid in sorted(memos)) + FOOTER).encode()
+
+
+def patch_lock(old: bytes, memos: Mapping[str, Memo], changed: set[str]) -> bytes | None:
+    """The lock of `memos`, made from the `old` lock (which this code wrote, so it is sorted) by
+    rendering only the `changed` queries again. Each is found by a binary search over the bytes,
+    and the entries between are copied as they are: a build that ran a few queries of a large
+    graph neither parses nor renders the rest. None when `old` is not a lock this code wrote."""
+    header, footer = HEADER.encode(), FOOTER.encode()
+    if not (old.startswith(header) and old.endswith(footer)):
+        return None
+    body = old[len(header):-len(footer)]
+    if body and not body.startswith(ENTRY.encode()):
+        return None
+    try:
+        entries = _Entries(body)
+        parts: list[bytes | memoryview] = []
+        kept_from = 0  # where the old entries not yet copied start
+        for qid in sorted(changed):
+            at = entries.lower_bound(qid, kept_from)
+            parts.append(entries.span(kept_from, at))
+            if qid in memos:
+                parts.append(render_entry(qid, memos[qid]).encode())
+            kept_from = entries.next_start(at + 1) if at < len(body) and entries.id_at(at) == qid else at
+        parts.append(entries.span(kept_from, len(body)))
+    except ValueError:
+        return None
+    out: list[bytes | memoryview] = [header]
+    for n, part in enumerate(p for p in parts if p):
+        out += [JOIN.encode(), part] if n else [part]
+    out.append(footer)
+    return b"".join(out)  # the one copy of the kept bytes
+
+
+class _Entries:
+    """A lock's entries, read where they are needed: an entry starts at 0 or after JOIN + ENTRY."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.separator = (JOIN + ENTRY).encode()
+        self.id_end = ID_END.encode()
+
+    def next_start(self, pos: int) -> int:
+        """The first entry start at or after `pos`, or the end of the body."""
+        if pos <= 0:
+            return 0
+        found = self.body.find(self.separator, max(0, pos - len(JOIN)))
+        return len(self.body) if found < 0 else found + len(JOIN)
+
+    def id_at(self, start: int) -> str:
+        # An id ends at the first quote followed by `: {` and a newline: JSON escapes both
+        # quotes and newlines inside it.
+        end = self.body.index(self.id_end, start)
+        return json.loads(self.body[start + len(ENTRY) - 1:end + 1])
+
+    def lower_bound(self, qid: str, lo: int) -> int:
+        """The start of the first entry at or after `lo` (an entry start) whose id is not less
+        than `qid`, or the end of the body."""
+        hi = len(self.body)
+        while hi - lo > 4096:  # narrow by bisecting bytes, then walk the few entries left
+            mid = self.next_start((lo + hi) // 2)
+            if mid >= hi:
+                break
+            if self.id_at(mid) < qid:
+                lo = mid
+            else:
+                hi = mid
+        while lo < hi and self.id_at(lo) < qid:
+            lo = self.next_start(lo + 1)
+        return lo
+
+    def span(self, start: int, end: int) -> memoryview:
+        """The entries from `start` up to `end` (entry starts), without the JOIN that follows."""
+        if self.body.endswith(JOIN.encode(), start, end):
+            end -= len(JOIN)
+        return memoryview(self.body)[start:max(start, end)]
+
+
+def write_lock(path: Path, memos: Mapping[str, Memo]) -> bytes:
     data = render_lock(memos)
     atomic_write(path, data)
     return data

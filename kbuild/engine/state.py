@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .files import StatKey
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 DepGroup = list[tuple[str, str]]  # (dependency id, hash read); one group is read concurrently
 
 SCHEMA = """
@@ -25,6 +25,14 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, ino INTEGER, hash TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
+-- The graph read backwards, so a build after a few changes finds what they reach without
+-- loading the graph: who reads each query or file, who writes each output.
+CREATE TABLE IF NOT EXISTS reads (dep TEXT NOT NULL, reader TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep);
+CREATE INDEX IF NOT EXISTS reads_by_reader ON reads (reader);
+CREATE TABLE IF NOT EXISTS writes (path TEXT NOT NULL, writer TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS writes_by_path ON writes (path);
+CREATE INDEX IF NOT EXISTS writes_by_writer ON writes (writer);
 """
 
 
@@ -64,7 +72,8 @@ class State:
         self.db.execute("PRAGMA synchronous=NORMAL")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:  # local state is rebuildable: an older layout is dropped, not migrated
-            self.db.executescript("DROP TABLE IF EXISTS memo; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS meta;")
+            self.db.executescript("DROP TABLE IF EXISTS memo; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS meta; "
+                                  "DROP TABLE IF EXISTS reads; DROP TABLE IF EXISTS writes;")
             self.db.execute(f"PRAGMA user_version={STATE_VERSION}")
         self.db.executescript(SCHEMA)
         self.db.execute("BEGIN")
@@ -78,8 +87,14 @@ class State:
         self.db.execute("COMMIT")
         self.db.execute("BEGIN")
 
-    def load_memos(self) -> dict[str, Memo]:
-        rows = self.db.execute("SELECT id, rule, key, fingerprint, deps, hash, outputs, notes FROM memo").fetchall()
+    def load_memos(self, ids: Iterable[str] | None = None) -> dict[str, Memo]:
+        """Every memo, or those of `ids` that exist."""
+        columns = "SELECT id, rule, key, fingerprint, deps, hash, outputs, notes FROM memo"
+        if ids is None:
+            rows = self.db.execute(columns).fetchall()
+        else:
+            rows = [row for batch in _batches(ids) for row in
+                    self.db.execute(f"{columns} WHERE id IN ({','.join('?' * len(batch))})", batch)]
         if not rows:
             return {}
         ids, rules, keys, fingerprints, deps, hashes, outputs, notes = zip(*rows)
@@ -91,22 +106,46 @@ class State:
             for i, r, k, f, d, h, o, n in zip(ids, rules, keys, fingerprints, deps, hashes, outputs, notes)
         }
 
+    def readers(self, deps: Iterable[str]) -> set[str]:
+        """The queries whose memos read any of `deps` (query ids, or "file:" and a path)."""
+        return {r for batch in _batches(deps) for (r,) in
+                self.db.execute(f"SELECT reader FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)}
+
+    def writers(self, paths: Iterable[str]) -> dict[str, set[str]]:
+        """The queries whose memos write each of `paths`."""
+        found: dict[str, set[str]] = {}
+        for batch in _batches(paths):
+            for path, writer in self.db.execute(
+                    f"SELECT path, writer FROM writes WHERE path IN ({','.join('?' * len(batch))})", batch):
+                found.setdefault(path, set()).add(writer)
+        return found
+
+    def _index(self, memo: Memo) -> None:
+        self.db.execute("DELETE FROM reads WHERE reader=?", (memo.id,))
+        self.db.executemany("INSERT INTO reads VALUES (?,?)", ((d, memo.id) for d in {d for d, _ in flat(memo.deps)}))
+        self.db.execute("DELETE FROM writes WHERE writer=?", (memo.id,))
+        self.db.executemany("INSERT INTO writes VALUES (?,?)", ((p, memo.id) for p in memo.outputs))
+
     def save_memo(self, memo: Memo, value: bytes | None) -> None:
         self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,?)", (*memo.to_row(), value))
+        self._index(memo)
 
     def replace_memos(self, memos: Iterable[Memo], keep_values_of: set[str]) -> None:
         """Make the memo table exactly `memos`, keeping stored values only for `keep_values_of`."""
         memos = list(memos)
         wanted = {m.id for m in memos}
         stale = [(i,) for (i,) in self.db.execute("SELECT id FROM memo") if i not in wanted]
-        self.db.executemany("DELETE FROM memo WHERE id=?", stale)
+        self.delete_memos(i for (i,) in stale)
         for memo in memos:
             if memo.id in keep_values_of:
                 continue
             self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,NULL)", memo.to_row())
+            self._index(memo)
 
     def delete_memos(self, ids: Iterable[str]) -> None:
-        self.db.executemany("DELETE FROM memo WHERE id=?", ((i,) for i in ids))
+        ids = list(ids)
+        for table, column in (("memo", "id"), ("reads", "reader"), ("writes", "writer")):
+            self.db.executemany(f"DELETE FROM {table} WHERE {column}=?", ((i,) for i in ids))
 
     def load_value(self, query_id: str) -> bytes | None:
         row = self.db.execute("SELECT value FROM memo WHERE id=?", (query_id,)).fetchone()
@@ -134,6 +173,18 @@ class State:
 
     def delete_meta(self, key: str) -> None:
         self.db.execute("DELETE FROM meta WHERE k=?", (key,))
+
+
+def _batches(items: Iterable[str], size: int = 500) -> Iterator[list[str]]:
+    """`items` in lists short enough for one SQL statement's parameters."""
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def flat(deps: list[DepGroup]) -> Iterator[tuple[str, str]]:
