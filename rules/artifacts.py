@@ -41,7 +41,30 @@ def _sentences(span: str) -> list[str]:
     return [s for s in found if not s.endswith(":")]
 
 
+def _unsupported_section(project: str, view: str, title: str, claims: list[str]) -> str:
+    listed = "; ".join(f"\"{c[:80]}\"" for c in claims[:5])
+    return f"{project}/views/{view}, section {title}: its facts do not support {listed}"
 
+
+def _claim_owners(claim: str, statements: list[str]) -> list[str]:
+    """The statements an unsupported claim, as the grounding model quoted it, belongs to: the one it
+    quotes word for word, else those it quotes a part of, else those it joins, else those sharing
+    most of its words; every statement when it can be placed nowhere, so that a claim no one can
+    place fails every view it may be in."""
+    def words(text: str) -> str:
+        return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
+
+    said = words(claim)
+    if not said.strip():
+        return list(statements)
+    for quotes in (lambda w: w == said, lambda w: said in w, lambda w: w.strip() and w in said):
+        quoted = [s for s in statements if quotes(words(s))]
+        if quoted:
+            return quoted
+    claimed = set(said.split())
+    share = {s: len(claimed & set(words(s).split())) / len(claimed) for s in statements}
+    best = max(share.values(), default=0.0)
+    return [s for s in statements if share[s] == best] if best >= 0.5 else list(statements)
 
 
 def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[Rule]:
@@ -84,11 +107,23 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         listed = await ctx.query(listing(project))
         return next((v for v in listed["views"] if v["name"] == view), None)
 
-    @rule(params={**backend.params("view"), "grounding": backend.params("grounding")}, uses=backend.code,
+    @rule(version=1)
+    async def default_views(ctx, project):
+        """The default views of a project's kind, so that a group's grounding reads only them and
+        not every edit of sources.yml."""
+        listed = await ctx.query(listing(project))
+        return list(DEFAULT_VIEWS[listed["kind"]])
+
+    @rule(version=2, params={**backend.params("view"), "grounding": backend.params("grounding")},
+          uses=(*backend.code, _unsupported_section),
           prompts=[*backend.prompts("view"), *backend.prompts("grounding")], cutoff=same_section)
     async def view_section(ctx, project, view, origin, source, group):
         """One section of a view: what one group of a source's facts says to it (for a view on
-        request, group -1: the facts of the source that the ranking found)."""
+        request, group -1: the facts of the source that the ranking found).
+
+        The code checks are made here. The model's grounding is asked here only for a view on
+        request; a default view's section is grounded with the other default views' sections of
+        its group (group_grounding), and nothing reads it but checked_section and that query."""
         request = await ctx.query(view_request(project, view))
         if request is not None:  # a requested view: the facts the ranking found
             hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
@@ -121,13 +156,51 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         failures = grounded(statements)
         if failures:
             raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")
-        cited = sorted({r for st in statements for r in st["cites"]})
-        unsupported_claims = await backend.ground(ctx, "\n".join(st["text"] for st in statements),
-                                                  [cited_text[r] for r in cited]) if statements else []
-        if unsupported_claims:
-            listed = "; ".join(f"\"{c[:80]}\"" for c in unsupported_claims[:5])
-            raise Problem(f"{project}/views/{view}, section {title}: its facts do not support {listed}")
+        if request is not None and statements:  # a view on request grounds its own section here
+            cited = sorted({r for st in statements for r in st["cites"]})
+            claims = await backend.ground(ctx, "\n".join(st["text"] for st in statements), [cited_text[r] for r in cited])
+            if claims:
+                raise Problem(_unsupported_section(project, view, title, claims))
         return {"origin": origin, "source": source, "title": title, "statements": statements}
+
+    @rule(version=1, params={"grounding": backend.params("grounding")}, uses=(*backend.code, _claim_owners),
+          prompts=backend.prompts("grounding"))
+    async def group_grounding(ctx, project, origin, source, group):
+        """The model's grounding of one group's sections in every default view, in one call: each
+        statement once and each cited fact's text once, however many views say or cite it.
+
+        Per view whose section passed the code checks: the claims that the facts do not support,
+        each given to the views whose statements it names (an empty list: the section passed)."""
+        views = await ctx.query(default_views(project))
+        found = await ctx.query_all([view_section(project, v, origin, source, group) for v in views],
+                                    return_failures=True)
+        sections = {v: s for v, s in zip(views, found) if not isinstance(s, QueryFailed)}
+        texts = list(dict.fromkeys(st["text"] for s in sections.values() for st in s["statements"]))
+        cited = sorted({r for s in sections.values() for st in s["statements"] for r in st["cites"]})
+        verdict: dict[str, list[str]] = {v: [] for v in sections}
+        if texts:
+            facts = await ctx.query_all([chunk(origin, *ref.split("/", 1)) for ref in cited])
+            for claim in await backend.ground(ctx, "\n".join(texts), [f["text"] for f in facts]):
+                owners = set(_claim_owners(claim, texts))
+                for v, s in sections.items():
+                    if any(st["text"] in owners for st in s["statements"]):
+                        verdict[v].append(claim)
+        return {"unsupported": verdict}
+
+    @rule(version=1, uses=(_unsupported_section,))
+    async def checked_section(ctx, project, view, origin, source, group):
+        """A section that passed every check, code and model: what a view page is built from. A
+        section that did not fails here, naming its claims, and the page above it keeps its
+        previous version."""
+        section = await ctx.query(view_section(project, view, origin, source, group))
+        if await ctx.query(view_request(project, view)) is not None:
+            return section  # a view on request: its section asked the model itself
+        verdict = (await ctx.query(group_grounding(project, origin, source, group)))["unsupported"]
+        if view not in verdict:
+            raise Problem(f"{project}/views/{view}, section {section['title']}: not grounded")
+        if verdict[view]:
+            raise Problem(_unsupported_section(project, view, section["title"], verdict[view]))
+        return section
 
     @rule(version=1, uses=(tokens,))
     async def view_hits(ctx, project, view):
@@ -160,7 +233,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                     bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
         return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
-    @rule(version=1)
+    @rule(version=2)
     async def view_page(ctx, project, view):
         listed = await ctx.query(listing(project))
         request = next((v for v in listed["views"] if v["name"] == view), None)
@@ -175,8 +248,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             parts = [(project, s, n) for s, o in zip(ids, outlines) if not isinstance(o, QueryFailed)
                      for n in range(len(o["groups"]))]
             purpose = VIEW_PURPOSE[view]
-        # a section that fails its checks fails the page: the previous version stays whole
-        sections = await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
+        # a section that fails its checks, code or model, fails the page: the previous version stays whole
+        sections = await ctx.query_all([checked_section(project, view, p, s, n) for p, s, n in parts])
         path = f"{views_dir(project)}/{view}.md"
         body = [f"# {view.replace('-', ' ').capitalize()} view of {listed['title'] or project}\n",
                 f"_{purpose}. Every statement cites the fact it comes from. Statements: {backend.label}._\n",
@@ -261,4 +334,5 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                   f"- [views/](views/index.md): {len(view_lines)} views\n- [specs/](specs/index.md): {len(spec_lines)} specs\n")
         return {"views": len(view_lines), "specs": len(spec_lines)}
 
-    return [fact_sentences, view_request, view_section, view_hits, view_page, spec_page, artifacts]
+    return [fact_sentences, view_request, default_views, view_section, group_grounding, checked_section, view_hits,
+            view_page, spec_page, artifacts]

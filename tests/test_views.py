@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 import re
 from pathlib import Path
 
@@ -150,3 +151,101 @@ def test_bad_requests_are_refused_with_a_clear_line(store):
     result = kbuild(store, "spec", "add", "shop", "thing", "--view", "nope")
     assert result.exit_code == 2 and "not requested" in result.output
     assert kbuild(store, "view", "add", "nowhere", "v", "--about", "x").exit_code == 2
+
+
+DOUBTING = '''
+import json
+from collections import Counter
+from pathlib import Path
+from kbuild.model.offline import OfflineBackend
+from kbuild.rules import knowledge_base
+
+ROOT = Path(__file__).parent
+
+
+class Doubting(OfflineBackend):
+    """Offline answers, with every grounding question written down (which query asked, with which
+    fact texts); once a file "doubt" exists, the user view adds a word to each statement and the
+    grounding rejects every statement that carries it."""
+
+    async def write_section(self, ctx, kind, about, title, facts, check=None):
+        statements = await super().write_section(ctx, kind, about, title, facts, check)
+        if kind == "user" and (ROOT / "doubt").exists():
+            statements = [{**st, "text": "Surely, " + st["text"]} for st in statements]
+        return statements
+
+    async def ground(self, ctx, page, sources):
+        with open(ROOT / "grounding.jsonl", "a") as log:
+            log.write(json.dumps({"query": ctx.query_id, "page": page, "sources": sources}) + "\\n")
+        return [line for line in page.splitlines() if line.startswith("Surely, ")]
+
+
+kb = knowledge_base(ROOT, backend=Doubting(), floor_tokens=15, cap_tokens=40)
+RULES = kb.rules
+targets = kb.targets
+before_build = kb.before_build
+'''
+
+
+@pytest.fixture
+def doubting(tmp_path: Path) -> Path:
+    """A store of the three sources, default views only, whose backend logs its grounding calls."""
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "Kbuildfile.py").write_text(DOUBTING)
+    for name, text in [("payments.md", PAYMENTS), ("operations.md", OPERATIONS), ("api.md", API)]:
+        (tmp_path / name).write_text(text)
+        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def grounding_calls(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "grounding.jsonl").read_text().splitlines()]
+
+
+def test_each_fact_text_goes_to_the_grounding_model_once_per_group_across_the_default_views(doubting):
+    calls = [c for c in grounding_calls(doubting) if not c["query"].startswith("fact(")]  # fact pages: their own
+    sent = Counter(text for c in calls for text in c["sources"])
+    assert sent and max(sent.values()) == 1, [t[:40] for t, n in sent.items() if n > 1]
+    asked = {line for c in calls for line in c["page"].splitlines()}
+    statements = [line for name in ["digest", "user", "developer"]
+                  for line in (views(doubting) / f"{name}.md").read_text().splitlines() if line.startswith("- ")]
+    assert len(statements) >= 8
+    for line in statements:  # every statement on a page was asked about, once for all the views saying it
+        assert re.sub(r" \(\[.*$", "", line[2:]) in asked, line
+    assert sum(c["page"].splitlines().count(s) for c in calls for s in set(c["page"].splitlines())) == \
+        sum(len(set(c["page"].splitlines())) for c in calls)  # and no statement twice in one question
+
+
+def test_a_default_view_the_grounding_rejects_fails_alone_and_keeps_its_previous_page(doubting):
+    before = {name: (views(doubting) / f"{name}.md").read_text() for name in ["digest", "user", "developer"]}
+    assert "within 90 days" in before["digest"] and "within 90 days" in before["user"]
+    (doubting / "doubt").write_text("")
+    (doubting / "payments.md").write_text(PAYMENTS.replace("within 90 days", "within 60 days"))
+    result = kbuild(doubting)
+    assert result.exit_code == 1
+    assert "shop/views/user, section Payments" in result.output
+    assert "its facts do not support \"Surely, Refunds MUST be requested within 60 days" in result.output
+    assert "views/digest" not in result.output and "views/developer" not in result.output
+    assert (views(doubting) / "user.md").read_text() == before["user"]  # the previous page stays whole
+    assert "Surely" not in (views(doubting) / "user.md").read_text()
+    digest = (views(doubting) / "digest.md").read_text()
+    assert "within 60 days" in digest and "Surely" not in digest  # the other views are built
+    (doubting / "doubt").unlink()
+    (doubting / "payments.md").write_text(PAYMENTS.replace("within 90 days", "within 45 days"))
+    assert kbuild(doubting).exit_code == 0
+    assert "within 45 days" in (views(doubting) / "user.md").read_text()
+
+
+def test_an_unsupported_claim_belongs_to_the_statements_it_quotes_or_else_to_all():
+    from kbuild.rules.artifacts import _claim_owners
+
+    said = ["Refunds MUST be requested within 90 days.", "The service runs in two regions."]
+    assert _claim_owners("refunds must be requested within 90 days", said) == said[:1]
+    assert _claim_owners("The service runs in two regions", said) == said[1:]
+    assert _claim_owners("Refunds MUST be requested within 90 days. The service runs in two regions.", said) == said
+    assert _claim_owners("It runs in two regions, the service", said) == said[1:]
+    assert _claim_owners("Payments are free.", said) == said  # placed nowhere: every statement fails
+    assert _claim_owners("Surely, the service runs in two regions.", [*said, "Surely, the service runs in two regions."]) \
+        == ["Surely, the service runs in two regions."]  # word for word first, not every statement inside it
