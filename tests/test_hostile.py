@@ -157,3 +157,21 @@ def test_a_full_disk_fails_the_page_with_a_clear_line_and_leaves_nothing_half_wr
     assert fact.read_bytes() == before[fact]  # the old page, whole
     monkeypatch.setattr(engine_build, "atomic_write", real)
     assert kbuild(tmp_path).exit_code == 0 and b"Other words." in fact.read_bytes()
+
+
+def test_every_kind_of_credential_is_found_and_redacted():
+    from kbuild.checks.secrets import MARKER, PATTERNS, find_secrets, redact
+
+    samples = {
+        "a private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
+        "an AWS access key": "key AKIAABCDEFGHIJKLMNOP here",
+        "a GitHub token": "ghp_" + "a1" * 18,
+        "an OpenAI-style key": "sk-proj-" + "x" * 24,
+        "a Slack token": "xoxb-1234567890-abc",
+        "a password in a URL": "https://bob:hunter22@db.example.com/x",
+        "an assigned secret": "Api_Key = 'abcdefghijkl'",
+    }
+    assert set(samples) == set(PATTERNS)
+    for kind, text in samples.items():
+        assert find_secrets(f"Some words. {text} More words.") == [kind]
+        assert MARKER in redact(text) and text not in redact(text)

@@ -159,8 +159,20 @@ class Context:
         for q in queries:
             build.introduce(q)
         ids = [q.id for q in queries]
-        await asyncio.gather(*(build.demand(i, me) for i in ids))
-        values = await asyncio.gather(*(build.value_of(i) for i in ids))
+        # Only what is not settled yet is awaited, and one read without a task: a cold build has
+        # every query suspended at once, and a task per read was most of its memory.
+        pending = [i for i in ids if i not in build.green]
+        if len(pending) == 1:
+            await build.demand(pending[0], me)
+        elif pending:
+            await asyncio.gather(*(build.demand(i, me) for i in pending))
+        known, failed = build.values, build.failed
+        missing = [i for i in ids if i not in known or i in failed]
+        if len(missing) == 1:
+            fetched = {missing[0]: await build.value_of(missing[0])}
+        else:
+            fetched = dict(zip(missing, await asyncio.gather(*(build.value_of(i) for i in missing)))) if missing else {}
+        values = [fetched[i] if i in fetched else known[i] for i in ids]
         group = [(i, build.current_hash(i)) for i in ids]
         self.deps.append(group)
         failures = [v for v in values if isinstance(v, QueryFailed)]
@@ -757,17 +769,19 @@ class _Build:
 
     async def _first_changed_read(self, qid: str, memo: Memo) -> str | None:
         """Check recorded reads in order, bringing each up to date first; name the first changed."""
+        green = self.green
         for group in memo.deps:
-            current = await asyncio.gather(*(self._current(dep, qid) for dep, _ in group))
-            for (dep, recorded), now in zip(group, current):
+            unsettled = [dep for dep, _ in group if not dep.startswith(FILE) and dep not in green]
+            seen: dict[str, str] = {}
+            if len(unsettled) == 1:
+                seen[unsettled[0]] = await self.demand(unsettled[0], qid)
+            elif unsettled:  # brought up to date together; a task each only for these
+                seen = dict(zip(unsettled, await asyncio.gather(*(self.demand(d, qid) for d in unsettled))))
+            for dep, recorded in group:
+                now = self.hasher.hash(dep[5:]) if dep.startswith(FILE) else seen.get(dep) or green[dep]
                 if now != recorded:
                     return f"{dep.removeprefix(FILE)} changed"
         return None
-
-    async def _current(self, dep: str, requester: str) -> str:
-        if dep.startswith(FILE):
-            return self.hasher.hash(dep[5:])
-        return await self.demand(dep, requester)
 
     def _query_for(self, qid: str) -> Query | None:
         known = self.queries.get(qid)
