@@ -127,6 +127,94 @@ def test_conversion_is_deterministic() -> None:
     assert first == second
 
 
+def png_colour_type(png: bytes) -> int:
+    return png[25]  # IHDR: width, height, bit depth, then the colour type
+
+
+def test_grey_pages_are_grey_pngs_with_the_same_pixels(report: Converted) -> None:
+    """A page without colour is written as a greyscale PNG (a third of the bytes to
+    compress), a page with colour as RGB; either decodes to what MuPDF rendered."""
+    assert [png_colour_type(png) for png in report.pages] == [0, 2, 0]  # page 2 has a red image
+    doc = pymupdf.open(stream=three_page_pdf(), filetype="pdf")
+    for page, png in zip(doc, report.pages):
+        rendered = page.get_pixmap(dpi=limits.PAGE_DPI, alpha=False)
+        decoded = pymupdf.Pixmap(png)
+        if decoded.n == 1:
+            decoded = pymupdf.Pixmap(pymupdf.csRGB, decoded)
+        assert decoded.samples == rendered.samples
+
+
+def long_pdf(pages: int) -> bytes:
+    """Pages of text, with a table, an image or a chart on some of them."""
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        page = doc.new_page(width=LETTER[0], height=LETTER[1])
+        page.insert_text((72, 72), f"Section {n}\nSome text on page {n}.", fontsize=11)
+        if n % 3 == 0:
+            draw_table(page, 72, 200, [["Name", "Qty"], [f"item {n}", str(n)]])
+        if n % 4 == 0:
+            page.insert_image(pymupdf.Rect(72, 400, 200, 480), pixmap=red_pixmap())
+            page.insert_text((72, 495), f"Figure {n}: red", fontsize=9)
+        if n % 5 == 0:
+            for i in range(4):
+                page.draw_rect(pymupdf.Rect(300 + 20 * i, 700 - 15 * (i + 1), 315 + 20 * i, 700), fill=(0, 0, 1))
+            page.draw_line((295, 700), (385, 700))
+    return doc.tobytes()
+
+
+def test_worker_processes_give_the_same_bytes_as_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbuild.convert import paged
+
+    data = long_pdf(12)
+    monkeypatch.setattr(limits, "PAGE_DPI", 50)  # patched limits reach the workers too
+    monkeypatch.setattr(paged, "_CHUNK_PAGES", 2)
+    alone = convert(data, "a.pdf")
+    assert len(alone.figures) >= 8
+
+    # Slow this process down (workers do not see the patch) so that the worker,
+    # once started, certainly converts some of the pages.
+    here: list[int] = []
+    convert_range = paged._convert_range
+
+    def slow_range(doc: pymupdf.Document, start: int, stop: int) -> tuple:
+        import time
+
+        here.append(start)
+        time.sleep(1.0)
+        return convert_range(doc, start, stop)
+
+    monkeypatch.setattr(paged, "_convert_range", slow_range)
+    monkeypatch.setattr(paged, "_worker_count", lambda pages: 1)
+    shared = convert(data, "a.pdf")
+    assert 0 < len(here) < 6  # this process did some chunks, the worker the others
+    assert shared == alone
+
+
+def test_pages_are_converted_here_when_workers_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from kbuild.convert import paged
+
+    data = long_pdf(8)
+    alone = convert(data, "a.pdf")
+    monkeypatch.setattr(paged, "_worker_count", lambda pages: 2)
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    assert convert(data, "a.pdf") == alone
+
+
+def test_a_damaged_long_pdf_is_converted_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repair changes how later objects are read, so damaged files keep one
+    process and page order: the result cannot depend on how pages were shared."""
+    from kbuild.convert import paged
+
+    data = long_pdf(8).replace(b"startxref", b"startxrex")
+    alone = convert(data, "a.pdf")
+    assert any("repaired" in w for w in alone.warnings)
+    monkeypatch.setattr(paged, "_worker_count", lambda pages: 1)
+    monkeypatch.setattr(paged, "_parallel", lambda *args: pytest.fail("shared a damaged file"))
+    assert convert(data, "a.pdf") == alone
+
+
 def test_vector_drawing_becomes_figure() -> None:
     doc = pymupdf.open()
     page = doc.new_page()
