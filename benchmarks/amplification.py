@@ -17,24 +17,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from edit_replay import REPO, cold_report  # noqa: E402
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
-    args = parser.parse_args()
-    if not args.corpus.is_dir():
-        sys.exit(f"no corpus at {args.corpus}; pass --corpus")
+def ratios(corpus: Path) -> tuple[int, dict[str, int]]:
+    """The corpus's source tokens, and the model input tokens of a cold build per task ("all": in all)."""
     docs = {}
-    for entry in sorted(args.corpus.iterdir()):
+    for entry in sorted(corpus.iterdir()):
         if entry.is_dir() and sorted(entry.glob("rev-*.rst")):
             docs[entry.name] = sorted(entry.glob("rev-*.rst"))[-1].read_text()
         elif entry.suffix == ".rst":
             docs[entry.stem] = entry.read_text()
     source_tokens = sum(len(t) for t in docs.values()) // 4
     counters = cold_report({f"{name}.rst": text for name, text in docs.items()})["counters"]
-    print(f"{len(docs)} documents, {source_tokens:,} source tokens")
-    for name in sorted(k for k in counters if k.startswith("tokens in: ")):
-        print(f"  {name[11:]:<16} {int(counters[name]):>9,} tokens in  {counters[name] / source_tokens:5.2f}x")
-    print(f"  {'all':<16} {int(counters['tokens in']):>9,} tokens in  {counters['tokens in'] / source_tokens:5.2f}x")
+    tokens = {name[11:]: int(v) for name, v in counters.items() if name.startswith("tokens in: ")}
+    tokens["all"] = int(counters["tokens in"])
+    return source_tokens, tokens
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
+    args = parser.parse_args()
+    if not args.corpus.is_dir():
+        sys.exit(f"no corpus at {args.corpus}; pass --corpus")
+    source_tokens, tokens = ratios(args.corpus)
+    print(f"{source_tokens:,} source tokens")
+    for name, n in sorted(tokens.items(), key=lambda kv: kv[0] == "all"):
+        print(f"  {name:<16} {n:>9,} tokens in  {n / source_tokens:5.2f}x")
 
 
 if __name__ == "__main__":

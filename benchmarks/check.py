@@ -36,6 +36,13 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    r = measure(args.facts, args.runs)
+    print(f"{r['facts']} facts, {r['files']} files; cold build {r['cold_s']:.1f} s; kbuild check {r['check_s']:.2f} s "
+          f"(fresh process, no .kbuild/); git status {r['git_s']:.3f} s; ratio {r['check_s'] / r['git_s']:.0f}x "
+          f"(median of {args.runs})")
+
+
+def measure(wanted_facts: int, runs: int) -> dict[str, float]:
     rng = random.Random(3)
     kbuild = [sys.executable, "-m", "kbuild"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -47,7 +54,7 @@ def main() -> None:
         sources = 20
         for n in range(sources):
             paragraphs = []
-            for p in range(args.facts // sources):
+            for p in range(wanted_facts // sources):
                 sentence = " ".join(rng.choice(WORDS) for _ in range(14)).capitalize() + "."
                 paragraphs.append((f"## Part {p}\n\n" if p % 25 == 0 else "") + sentence + " " + sentence.lower())
             (root / f"doc{n}.md").write_text(f"# Document {n}\n\n" + "\n\n".join(paragraphs) + "\n")
@@ -62,14 +69,12 @@ def main() -> None:
         shutil.rmtree(root / ".kbuild")
         run(["git", "status", "--porcelain"], root)  # warm the page cache for both alike
         checks, gits = [], []
-        for _ in range(args.runs):
+        for _ in range(runs):
             checks.append(run([*kbuild, "check"], root))
             gits.append(run(["git", "status", "--porcelain"], root))
         files = sum(1 for p in root.rglob("*") if p.is_file() and ".git/" not in p.as_posix())
-        check_s, git_s = statistics.median(checks), statistics.median(gits)
-        print(f"{facts} facts, {files} files; cold build {cold:.1f} s; kbuild check {check_s:.2f} s "
-              f"(fresh process, no .kbuild/); git status {git_s:.3f} s; ratio {check_s / git_s:.0f}x "
-              f"(median of {args.runs})")
+        return {"facts": facts, "files": files, "cold_s": cold, "check_s": statistics.median(checks),
+                "git_s": statistics.median(gits)}
 
 
 if __name__ == "__main__":

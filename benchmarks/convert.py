@@ -125,6 +125,16 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def measure(pages: int, runs: int) -> dict[str, float]:
+    """Pages/s of plain get_text() and of convert() as shipped on the same generated PDF, and
+    their ratio, in one run."""
+    data = make_pdf(pages)
+    plain_wall, _ = median_seconds(plain, data, runs)
+    ours_wall, _ = median_seconds(ours, data, runs)
+    return {"pages": pages, "plain_pps": pages / plain_wall, "convert_pps": pages / ours_wall,
+            "ratio": plain_wall / ours_wall}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -52,7 +52,8 @@ def fact_pages(root: Path) -> dict[str, str]:
             and p.read_text().startswith("Source: ")}
 
 
-def throughput(corpus: Path, runs: int) -> None:
+def throughput(corpus: Path, runs: int) -> dict[str, float]:
+    """A cold build of the corpus's documents and a no-op build after it, medians of `runs`."""
     docs = documents(corpus)
     rows = []
     for _ in range(runs):
@@ -73,9 +74,10 @@ def throughput(corpus: Path, runs: int) -> None:
     cold = statistics.median(r[0] for r in rows)
     chunks = rows[0][1]
     size = sum(p.stat().st_size for p in docs.values())
+    noop = statistics.median(r[2] for r in rows)
     print(f"create: {len(docs)} documents, {size / 1024:.0f} KiB, {chunks} facts; cold build {cold:.2f} s "
-          f"= {chunks / cold:.1f} chunks/s; no-op build {statistics.median(r[2] for r in rows):.3f} s "
-          f"(median of {runs}, in-process, offline backend)")
+          f"= {chunks / cold:.1f} chunks/s; no-op build {noop:.3f} s (median of {runs}, in-process, offline backend)")
+    return {"documents": len(docs), "kib": size / 1024, "facts": chunks, "cold_s": cold, "noop_s": noop}
 
 
 def replay(corpus: Path) -> None:

@@ -123,7 +123,10 @@ def cold(files: dict[str, str], floor: int = 2000, cap: int = 4000) -> tuple[int
     return calls(cold_report(files, floor, cap))
 
 
-def replay(corpus: Path) -> None:
+def replay(corpus: Path) -> list[dict[str, Any]]:
+    """Per document with revisions: kbuild's model calls over its revisions, against full rebuilds
+    and against re-processing the changed document each time."""
+    results = []
     folders = sorted(p for p in corpus.iterdir() if p.is_dir())
     latest = {f.name: sorted(f.glob("rev-*.rst"))[0].read_text() for f in folders}
     print("revision      | facts rewritten | calls | tokens in || full rebuild calls | tokens || whole document calls | tokens")
@@ -147,12 +150,18 @@ def replay(corpus: Path) -> None:
                 totals = [totals[0] + n, totals[1] + full_n, totals[2] + doc_n, totals[3] + tokens]
                 print(f"{folder.name} {rev.stem} | {facts:>15} | {n:>5} | {tokens:>9} || {full_n:>18} | {full_t:>6} || "
                       f"{doc_n:>20} | {doc_t:>6}", flush=True)
+            results.append({"document": folder.name, "revisions": len(revisions) - 1, "calls": totals[0],
+                            "full": totals[1], "whole": totals[2], "tokens": totals[3]})
             print(f"{folder.name}: {totals[0]} calls over {len(revisions) - 1} revisions, against {totals[1]} for full "
                   f"rebuilds ({100 * totals[0] / totals[1]:.0f}%) and {totals[2]} for re-processing each changed "
                   f"document ({100 * totals[0] / totals[2]:.0f}%)")
+    return results
 
 
-def flat(sizes: list[int]) -> None:
+def flat(sizes: list[int]) -> list[tuple[int, int, int, int]]:
+    """The same one-sentence edit in documents of `sizes` chunks: (chunks, facts rewritten, model
+    calls, tokens in) for each."""
+    rows = []
     rng = random.Random(4)
     words = "ledger account balance transfer clearing settlement audit record export merchant".split()
     print("chunks | one-sentence edit: facts rewritten | model calls | tokens in")
@@ -172,6 +181,8 @@ def flat(sizes: list[int]) -> None:
             (root / "manual.md").write_text(text.replace(middle, middle.replace(".", " for the monthly audit.", 1)))
             facts, n, tokens = calls(build(root))
             print(f"{chunks:>6} | {facts:>34} | {n:>11} | {tokens:>9}", flush=True)
+            rows.append((chunks, facts, n, tokens))
+    return rows
 
 
 def main() -> None:

@@ -16,6 +16,17 @@ from kbuild.meaning import classify_text
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "meaning-pairs.json"
 
 
+def scores() -> dict[str, float]:
+    """Precision and recall of "same" over the labelled pairs."""
+    pairs = json.loads(PAIRS.read_text())
+    said = [classify_text(p["old"], p["new"]) for p in pairs]
+    tp = sum(1 for p, d in zip(pairs, said) if d.same and p["same"])
+    fp = sum(1 for p, d in zip(pairs, said) if d.same and not p["same"])
+    fn = sum(1 for p, d in zip(pairs, said) if not d.same and p["same"])
+    return {"pairs": len(pairs), "precision": tp / (tp + fp) if tp + fp else 1.0,
+            "recall": tp / (tp + fn) if tp + fn else 1.0}
+
+
 def main() -> None:
     pairs = json.loads(PAIRS.read_text())
     said = [classify_text(p["old"], p["new"]) for p in pairs]

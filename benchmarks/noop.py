@@ -97,9 +97,10 @@ def run_size(queries: int, runs: int) -> dict[str, float]:
         root = Path(tmp)
         make_inputs(root, inputs)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--cold", str(root), str(queries), str(inputs)],
+        cold = subprocess.run([sys.executable, __file__, "--cold", str(root), str(queries), str(inputs)],
                               check=True, capture_output=True, text=True)
         cold_s = time.perf_counter() - t0
+        cold_rss_mb = json.loads(cold.stdout)["rss_mb"]
         time.sleep(2.1)  # let the files age past the stat cache's racy window, as they would in life
         subprocess.run([sys.executable, __file__, "--child", str(root), str(queries), str(inputs)],
                        check=True, capture_output=True)  # records the stat cache
@@ -115,7 +116,8 @@ def run_size(queries: int, runs: int) -> dict[str, float]:
                                            capture_output=True, text=True).stdout)["load_s"] for _ in range(runs)]
         git_s = time_git_status(root, runs)
     result = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-    result.update(queries=queries, inputs=inputs, cold_s=cold_s, git_status_s=git_s, load_s=statistics.median(loads))
+    result.update(queries=queries, inputs=inputs, cold_s=cold_s, cold_rss_mb=cold_rss_mb, git_status_s=git_s,
+                  load_s=statistics.median(loads))
     return result
 
 
@@ -144,6 +146,7 @@ def main() -> None:
             targets = shape(queries, inputs)
             report = Engine(root, [leaf, inner]).build(targets)
             assert report.ok, list(report.failed.items())[:3]
+            print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
         else:
             child(root, queries, inputs)
         return
@@ -152,12 +155,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     print(f"{'queries':>8} {'inputs':>7} {'cold s':>7} {'no-op s':>8} {'graph load s':>12} {'process s':>9} "
-          f"{'git status s':>12} {'no-op/git':>9} {'RSS MB':>7}")
+          f"{'git status s':>12} {'no-op/git':>9} {'no-op RSS MB':>12} {'cold RSS MB':>11}")
     for n in args.queries:
         r = run_size(n, args.runs)
         print(f"{r['queries']:>8} {r['inputs']:>7} {r['cold_s']:>7.1f} {r['build_s']:>8.3f} {r['load_s']:>12.3f} "
               f"{r['process_s']:>9.3f} {r['git_status_s']:>12.3f} {r['build_s'] / r['git_status_s']:>9.1f} "
-              f"{r['rss_mb']:>7.0f}", flush=True)
+              f"{r['rss_mb']:>12.0f} {r['cold_rss_mb']:>11.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,22 +29,27 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    seconds, hits = measure(args.lines, args.runs)
+    print(f"{args.lines} index lines: search {seconds:.2f} s (median of {args.runs}); {hits} hits")
+
+
+def measure(lines_wanted: int, runs: int) -> tuple[float, int]:
+    """The median time of one search over `lines_wanted` index lines, and its number of hits."""
     rng = random.Random(5)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for n in range(args.lines // 100):
+        for n in range(lines_wanted // 100):
             folder = root / "kb" / "p" / "facts" / f"s{n}"
             folder.mkdir(parents=True)
             lines = [f"- [f{i}](f{i}.md) (lines {i}-{i + 9}): " + " ".join(rng.choice(WORDS) for _ in range(20)) + "."
                      for i in range(100)]
             (folder / "index.md").write_text("# Source\n\n" + "\n".join(lines) + "\n")
         times = []
-        for _ in range(args.runs):
+        for _ in range(runs):
             t0 = time.perf_counter()
             hits = search(root / "kb", root, "how long may a customer wait for a refund payout", limit=5)
             times.append(time.perf_counter() - t0)
-        print(f"{args.lines} index lines: search {statistics.median(times):.2f} s (median of {args.runs}); "
-              f"{len(hits)} hits")
+    return statistics.median(times), len(hits)
 
 
 if __name__ == "__main__":

@@ -25,13 +25,21 @@ def main() -> None:
     parser.add_argument("--saves", type=int, default=10)
     parser.add_argument("--debounce", type=int, default=50)
     args = parser.parse_args()
+    median = measure(args.saves, args.debounce)
+    print(f"save to rebuild start: median {median * 1000:.0f} ms over {args.saves} saves "
+          f"({median * 1000 - args.debounce:.0f} ms beyond the {args.debounce} ms of quiet that ends a burst; "
+          "--debounce caps how long a burst may run)")
+
+
+def measure(saves: int, debounce: int) -> float:
+    """The median seconds from a save to the start of its rebuild."""
     kbuild = [sys.executable, "-m", "kbuild"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         subprocess.run([*kbuild, "init", "."], cwd=root, check=True, capture_output=True)
         (root / "notes.md").write_text("# Notes\n\nThe shop opens at nine.\n")
         subprocess.run([*kbuild, "add", "shop", "notes.md"], cwd=root, check=True, capture_output=True)
-        watcher = subprocess.Popen([*kbuild, "-v", "watch", "--debounce", str(args.debounce)], cwd=root,
+        watcher = subprocess.Popen([*kbuild, "-v", "watch", "--debounce", str(debounce)], cwd=root,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout], daemon=True).start()  # type: ignore[union-attr]
@@ -44,7 +52,7 @@ def main() -> None:
 
         wait_for("watching")
         latencies = []
-        for n in range(args.saves):
+        for n in range(saves):
             saved = time.time()
             (root / "notes.md").write_text(f"# Notes\n\nThe shop opens at {n}.\n")
             started = float(wait_for("rebuilding after").rsplit(" at ", 1)[1])
@@ -53,10 +61,7 @@ def main() -> None:
             time.sleep(0.3)
         watcher.send_signal(signal.SIGINT)
         watcher.wait(timeout=30)
-    median = statistics.median(latencies)
-    print(f"save to rebuild start: median {median * 1000:.0f} ms over {args.saves} saves "
-          f"({median * 1000 - 50:.0f} ms beyond the 50 ms of quiet that ends a burst; --debounce {args.debounce} "
-          "caps how long a burst may run)")
+    return statistics.median(latencies)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,165 @@
+"""Every figure of the performance issue in one run, printed as one Markdown table.
+
+    python -m benchmarks                 # all figures (about 20 minutes on 2 cores)
+    python -m benchmarks --quick         # smaller sizes, no revision replay (about 3 minutes)
+    python -m benchmarks --only noop pull scheduling
+
+Each figure's script in this folder runs on its own too, with more detail. Ratios are measured
+within one run (these machines are shared and noisy); times are medians of several runs.
+Figures that read ../shared/corpus are left out when it is not there.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+Row = tuple[str, str, str]  # (what was measured, the result, the aim or the anchor)
+CORPUS = HERE.parent.parent / "shared" / "corpus"
+
+
+def noop_and_memory(quick: bool) -> dict[str, list[Row]]:
+    import noop
+
+    sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+    results = [noop.run_size(n, 3) for n in sizes]
+    noop_rows = [(f"{r['queries']:,} queries, {r['inputs']:,} files",
+                  f"{1000 * r['build_s']:.0f} ms; `git status` {1000 * r['git_status_s']:.0f} ms "
+                  f"({r['build_s'] / r['git_status_s']:.1f}×); graph not loaded",
+                  "within 2× `git status`; graph load under 1/4 of it") for r in results]
+    growth = ", ".join(f"{r['queries'] // 1000}k: {r['cold_rss_mb']:.0f} MB" for r in results)
+    memory_rows = [(f"peak RSS of a cold build at {results[-1]['queries']:,} queries",
+                    f"{results[-1]['cold_rss_mb']:.0f} MB ({growth}); no-op {results[-1]['rss_mb']:.0f} MB",
+                    "under 1 GB at 100k")]
+    return {"1. No-op build": noop_rows, "7. Memory": memory_rows}
+
+
+def pull(quick: bool) -> dict[str, list[Row]]:
+    import pull as bench
+
+    points = [(1_000, 10), (10_000, 10), (10_000, 1), (10_000, 100)] if quick else bench.CURVE
+    rows = []
+    for pages, changed in points:
+        r = bench.measure(pages, changed, 3)
+        rows.append((f"{changed} sources changed in {r['pages']:,} pages",
+                     f"{r['build_s']:.3f} s, {r['ran']:.0f} queries ran; no-op {r['noop_s']:.3f} s",
+                     "grows with the changes, not the store"))
+    return {"2. After `git pull`": rows}
+
+
+def scheduling(quick: bool) -> dict[str, list[Row]]:
+    import scheduling as bench
+
+    rows = []
+    for in_flight in (1, 4, 16):
+        chunks = 200 if quick and in_flight == 1 else 1000
+        for memory in (False, True):
+            took, ideal = statistics.median_low([bench.measure(chunks, 0.02, in_flight, memory) for _ in range(3)])
+            rows.append((f"{chunks:,} calls of 20 ms, {in_flight} in flight, store on {'tmpfs' if memory else 'disk'}",
+                         f"{100 * ideal / took:.0f}% of ideal ({took:.2f} s against {ideal:.2f} s)",
+                         "at least 90% of ideal"))
+    if not quick:  # a small model's latency rather than a stress test of kbuild's own cost per call
+        took, ideal = bench.measure(1000, 0.2, 16)
+        rows.append(("1,000 calls of 200 ms, 16 in flight, store on disk",
+                     f"{100 * ideal / took:.0f}% of ideal ({took:.2f} s against {ideal:.2f} s)", "at least 90% of ideal"))
+    return {"3. Cold-build scheduling": rows}
+
+
+def incremental(quick: bool) -> dict[str, list[Row]]:
+    import edit_replay
+
+    rows = [(f"one-sentence edit in a document of {chunks:,} chunks",
+             f"{facts} facts rewritten, {calls} model calls, {tokens:,} tokens in", "flat in the document's size")
+            for chunks, facts, calls, tokens in edit_replay.flat([10, 100] if quick else [10, 100, 1000])]
+    if not quick and CORPUS.is_dir():
+        rows += [(f"every revision of {r['document']} ({r['revisions']})",
+                  f"{r['calls']:,} model calls: {100 * r['calls'] / r['full']:.0f}% of full rebuilds, "
+                  f"{100 * r['calls'] / r['whole']:.0f}% of re-processing the changed document",
+                  "what the change demands") for r in edit_replay.replay(CORPUS)]
+    return {"4. Incremental cost": rows}
+
+
+def amplification(quick: bool) -> dict[str, list[Row]]:
+    import amplification as bench
+
+    if not CORPUS.is_dir():
+        return {}
+    source_tokens, tokens = bench.ratios(CORPUS)
+    rows = [(f"{task} ({n:,} tokens in)", f"{n / source_tokens:.2f}×", "about 1 in all")
+            for task, n in sorted(tokens.items(), key=lambda kv: (kv[0] == "all", kv[0]))]
+    return {f"5. Token amplification ({source_tokens:,} source tokens)": rows}
+
+
+def conversion(quick: bool) -> dict[str, list[Row]]:
+    import convert as bench
+
+    r = bench.measure(100 if quick else 200, 3)
+    return {"6. Conversion": [(f"a {r['pages']}-page PDF: text, page images, tables, figures",
+                               f"{r['convert_pps']:.0f} pages/s against {r['plain_pps']:.0f} for plain "
+                               f"`get_text()`: {r['ratio']:.2f}", "at least 0.5")]}
+
+
+def others(quick: bool) -> dict[str, list[Row]]:
+    import check
+    import meaning
+    import search
+    import watch
+
+    figures: dict[str, list[Row]] = {}
+    c = check.measure(2_000 if quick else 10_000, 3)
+    figures["`kbuild check` on a fresh clone"] = [(f"{c['facts']:,} facts, {c['files']:,} files",
+                                                    f"{c['check_s']:.2f} s; `git status` {c['git_s']:.3f} s "
+                                                    f"({c['check_s'] / c['git_s']:.0f}×)", "")]
+    lines = 10_000 if quick else 100_000
+    seconds, _ = search.measure(lines, 3)
+    figures["Search"] = [(f"one query over {lines:,} index lines", f"{seconds:.2f} s", "")]
+    latency = watch.measure(5 if quick else 10, 50)
+    figures["Watch"] = [("a save to the start of its rebuild", f"{1000 * latency:.0f} ms (50 ms of it the debounce)", "")]
+    m = meaning.scores()
+    figures["Same-meaning classifier"] = [(f"{m['pairs']} labelled real edits",
+                                           f"precision of same {m['precision']:.2f}, recall {m['recall']:.2f}",
+                                           "precision 1.0")]
+    if CORPUS.is_dir():
+        import create
+
+        r = create.throughput(CORPUS, 3)
+        figures["Create pipeline (offline backend)"] = [
+            (f"{r['documents']} documents, {r['kib']:.0f} KiB, {r['facts']} facts",
+             f"cold build {r['cold_s']:.2f} s ({r['facts'] / r['cold_s']:.0f} facts/s), no-op {r['noop_s']:.3f} s", "")]
+    return figures
+
+
+FIGURES: dict[str, Callable[[bool], dict[str, list[Row]]]] = {
+    "noop": noop_and_memory, "pull": pull, "scheduling": scheduling, "incremental": incremental,
+    "amplification": amplification, "convert": conversion, "others": others,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, no revision replay")
+    parser.add_argument("--only", nargs="*", choices=list(FIGURES), default=list(FIGURES))
+    args = parser.parse_args()
+    table: dict[str, list[Row]] = {}
+    for name in args.only:
+        started = time.perf_counter()
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        table.update(FIGURES[name](args.quick))
+        print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    print("| figure | measured | result | aim or anchor |")
+    print("|---|---|---|---|")
+    for figure, rows in table.items():
+        for n, (what, result, aim) in enumerate(rows):
+            print(f"| {figure if n == 0 else ''} | {what} | {result} | {aim} |")
+
+
+if __name__ == "__main__":
+    main()
