@@ -11,12 +11,17 @@ Figures that read ../shared/corpus are left out when it is not there.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+# Installed kbuild runs from compiled bytecode (pip compiles it at install); this machine's
+# environment turns bytecode caching off, which would add about a second of compiling to every
+# fresh process measured here.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
@@ -152,13 +157,21 @@ def main() -> None:
     for name in args.only:
         started = time.perf_counter()
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        table.update(FIGURES[name](args.quick))
-        print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        try:
+            figures = FIGURES[name](args.quick)
+        except Exception as exc:  # one broken figure must not lose the others' numbers
+            figures = {name: [("failed", f"{type(exc).__name__}: {exc}", "")]}
+        table.update(figures)
+        print("\n".join(_lines(figures)), f"\n  ({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr,
+              flush=True)
     print("| figure | measured | result | aim or anchor |")
     print("|---|---|---|---|")
-    for figure, rows in table.items():
-        for n, (what, result, aim) in enumerate(rows):
-            print(f"| {figure if n == 0 else ''} | {what} | {result} | {aim} |")
+    print("\n".join(_lines(table)))
+
+
+def _lines(table: dict[str, list[Row]]) -> list[str]:
+    return [f"| {figure if n == 0 else ''} | {what} | {result} | {aim} |"
+            for figure, rows in table.items() for n, (what, result, aim) in enumerate(rows)]
 
 
 if __name__ == "__main__":

@@ -39,8 +39,11 @@ def measure(saves: int, debounce: int) -> float:
         subprocess.run([*kbuild, "init", "."], cwd=root, check=True, capture_output=True)
         (root / "notes.md").write_text("# Notes\n\nThe shop opens at nine.\n")
         subprocess.run([*kbuild, "add", "shop", "notes.md"], cwd=root, check=True, capture_output=True)
+        # SIGINT as a terminal sends it, even when this benchmark was started where it is ignored
+        # (a background job of a script), which the watcher would inherit.
         watcher = subprocess.Popen([*kbuild, "-v", "watch", "--debounce", str(debounce)], cwd=root,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout], daemon=True).start()  # type: ignore[union-attr]
 

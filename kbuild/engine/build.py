@@ -651,8 +651,9 @@ class _Build:
 
     async def run(self, targets: list[Query], collect_garbage: bool) -> Report:
         started = time.perf_counter()
-        for t in targets:
-            self.introduce(t)
+        for r in {t.rule for t in targets}:
+            if self.engine.rules.get(r.name) is not r:
+                self.engine.register(r)
         root_ids = [t.id for t in targets]
         report = self.report
         summary = self.clean_summary(root_ids)
@@ -661,6 +662,8 @@ class _Build:
             report.reused = summary["queries"]  # the no-op: nothing changed, the graph is not read
             report.seconds = time.perf_counter() - started
             return report
+        for t in targets:  # past the no-op: the targets become runnable by id
+            self.introduce(t)
         self.state.delete_meta(CLEAN)
         if summary is not None and collect_garbage:
             self.state.commit()  # a crash from here on leaves no summary: the next build reads the whole graph
