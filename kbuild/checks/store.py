@@ -49,23 +49,38 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
             else:
                 findings.append(Finding(path, f"stale: {reason}", "kbuild"))
 
+    # Each page is read once, for its links, its secrets and its grounding verdict; link targets
+    # are looked up once however many pages link to them (every fact links to its index).
+    exists: dict[str, bool] = {}
+    store_root = root / (kb.store.root if kb else "")
+    page_hashes: dict[str, str] = {}
     for path, qid in sorted(outputs.items()):
-        if path.endswith(".md") and (root / path).exists() and "/raw/" not in path:
-            text = (root / path).read_text("utf-8", errors="replace")
-            for problem in broken_links_in(text, root / path, root / (kb.store.root if kb else "")):
-                findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
-            for kind in sorted(set(find_secrets(checked_text(text, Path(path).name)))):
-                findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
+        if not path.endswith(".md"):
+            continue
+        try:
+            data = (root / path).read_bytes()
+        except FileNotFoundError:
+            continue
+        page_hashes[path] = hash_bytes(data)
+        if "/raw/" in path:
+            continue
+        text = data.decode("utf-8", errors="replace")
+        for problem in broken_links_in(text, root / path, store_root, exists):
+            findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
+        for kind in sorted(set(find_secrets(checked_text(text, Path(path).name)))):
+            findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
 
     for qid, memo in sorted(memos.items()):
         if memo.rule not in CHECKED_RULES:
             continue
         verdict = memo.notes.get("grounding")
         for path in memo.outputs:
-            file = root / path
-            if not file.exists():
-                continue
-            current = hash_bytes(file.read_bytes())
+            current = page_hashes.get(path)
+            if current is None:
+                file = root / path
+                if not file.exists():
+                    continue
+                current = hash_bytes(file.read_bytes())
             if not isinstance(verdict, dict) or not verdict.get("passed") or verdict.get("page") != current:
                 findings.append(Finding(path, "no passing grounding verdict for its current content", "kbuild"))
 
