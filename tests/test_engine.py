@@ -394,3 +394,29 @@ def test_a_failure_read_by_a_tolerant_reader_is_retried_on_the_next_build(folder
     second = build(folder, tolerant("a.txt", "bad.txt"), rules=rules)
     assert second.failed == {'broken("bad.txt")': "ValueError: cannot parse this"}
     assert RUNS == ["broken"]
+
+
+def test_an_edited_rule_file_is_seen_although_rule_sources_are_cached(tmp_path):
+    """Rule sources are cached by file size and mtime between builds; an edit must still count."""
+    import importlib.util
+    import time
+
+    def load(name: str, body: str, mtime: float):
+        module_file = tmp_path / "house_rules.py"
+        module_file.write_text("from kbuild.engine import rule\n\n\n@rule\nasync def shout(ctx, path):\n"
+                               f"    return ctx.read_text(path).{body}()\n")
+        os.utime(module_file, (mtime, mtime))  # older than the racy window, so it is cached
+        spec = importlib.util.spec_from_file_location(name, module_file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.shout
+
+    (tmp_path / "a.txt").write_text("Hi")
+    long_ago = time.time() - 600
+    shout = load("house_rules_1", "upper", long_ago)
+    assert Engine(tmp_path, [shout]).build([shout("a.txt")]).executed == ['shout("a.txt")']
+    assert Engine(tmp_path, [shout]).build([shout("a.txt")]).executed == []
+    shout = load("house_rules_2", "lower", long_ago + 5)
+    engine = Engine(tmp_path, [shout])
+    assert engine.build([shout("a.txt")]).executed == ['shout("a.txt")']
+    assert engine.value(shout("a.txt")) == "hi"

@@ -30,6 +30,7 @@ from .callcache import CallCache
 from .files import TEMP_SUFFIX, FileHasher, atomic_write, output_path
 from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
 from .lockfile import patch_lock, read_lock, render_lock
+from . import rule as rules_module
 from .rule import Query, Rule
 from .state import DepGroup, Memo, State, flat
 
@@ -413,6 +414,8 @@ class _Build:
         self.refresh = refresh
         self.observer = observer
         self.hasher = FileHasher(engine.root, state.load_stats())
+        self.sources_seen = json.loads(state.get_meta("sources") or "{}")
+        rules_module.SOURCES.update(self.sources_seen)
         self.lock_key = self.hasher.key(engine.lock_path)
         self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
         self.memos: dict[str, Memo] = {}
@@ -549,6 +552,9 @@ class _Build:
         gc.unfreeze()  # a watch session builds again and again: let this build's graph go
         if save:
             self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+            used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
+            if used and used != self.sources_seen:
+                self.state.set_meta("sources", json.dumps(used))
             self.state.close()
         else:
             self.state.db.close()
