@@ -413,7 +413,7 @@ class _Build:
         self.state = state
         self.refresh = refresh
         self.observer = observer
-        self.hasher = FileHasher(engine.root, state.load_stats())
+        self.hasher = FileHasher(engine.root, state.load_stats)
         self.sources_seen = json.loads(state.get_meta("sources") or "{}")
         rules_module.SOURCES.update(self.sources_seen)
         self.lock_key = self.hasher.key(engine.lock_path)
@@ -511,10 +511,24 @@ class _Build:
 
     def changed_since(self, summary: dict[str, Any]) -> tuple[list[str], list[str]]:
         """The files read and the outputs written that changed since the summary: a stat per
-        file, as `git status` does, and not the graph."""
-        file_hash = self.hasher.hash
-        return ([path for path, digest in summary["files"].items() if file_hash(path) != digest],
-                [path for path, digest in summary["outputs"].items() if file_hash(path) != digest])
+        file, as `git status` does, and not the graph (nor the stat cache, when each file still
+        has the stat the summary recorded with its hash)."""
+        hasher, stats = self.hasher, summary.get("stats", {})
+
+        def changed(path: str, digest: str) -> bool:
+            recorded = stats.get(path)
+            if recorded is not None and hasher.unchanged_since(path, recorded):
+                return False
+            return hasher.hash(path) != digest
+
+        return ([path for path, digest in summary["files"].items() if changed(path, digest)],
+                [path for path, digest in summary["outputs"].items() if changed(path, digest)])
+
+    def _stats_of(self, summary: dict[str, Any]) -> dict[str, list[int]]:
+        """The stat of each file the summary names, where the stat cache holds it with that hash."""
+        cache = self.hasher.stat_cache
+        return {path: list(entry[0]) for kind in ("files", "outputs") for path, digest in summary[kind].items()
+                if (entry := cache.get(path)) is not None and entry[1] == digest}
 
     def still_clean(self, root_ids: list[str]) -> int | None:
         """The number of queries, when the whole graph is still settled; else None."""
@@ -539,6 +553,7 @@ class _Build:
                         files[dep[5:]] = digest
         summary = {"targets": _targets_digest(root_ids), "fingerprints": fingerprints, "files": files,
                    "outputs": outputs, "queries": len(self.memos)}
+        summary["stats"] = self._stats_of(summary)
         self.state.set_meta(CLEAN, json.dumps(summary))
 
     def introduce(self, query: Query) -> None:
@@ -551,7 +566,8 @@ class _Build:
     def close(self, save: bool = True) -> None:
         gc.unfreeze()  # a watch session builds again and again: let this build's graph go
         if save:
-            self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+            if self.hasher.changed_stats:
+                self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
             used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
             if used and used != self.sources_seen:
                 self.state.set_meta("sources", json.dumps(used))
@@ -1029,6 +1045,7 @@ class _Build:
             else:
                 files.pop(path, None)
         summary["queries"] += sum(q not in self.replaced for q in self.report.executed) - len(dead)
+        summary["stats"] = self._stats_of(summary)
         self.state.set_meta(CLEAN, json.dumps(summary))
 
 

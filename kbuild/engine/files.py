@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .hashing import ABSENT, hash_bytes
@@ -64,13 +65,30 @@ class FileHasher:
     Keys are paths relative to the root when inside it (so the lock is portable), else absolute.
     """
 
-    def __init__(self, root: Path, stat_cache: dict[str, tuple[StatKey, str]]) -> None:
+    def __init__(self, root: Path, stat_cache: Callable[[], dict[str, tuple[StatKey, str]]]) -> None:
+        """`stat_cache` loads the stat cache when a file is first hashed (a no-op build that
+        finds every file as the last build left it never needs it)."""
         self.root = root
         self._root = str(root)  # os.path on strings: pathlib costs more than the stat itself
-        self.stat_cache = stat_cache
+        self._load_stats = stat_cache
+        self._stat_cache: dict[str, tuple[StatKey, str]] | None = None
         self.changed_stats: set[str] = set()
         self._this_build: dict[str, str] = {}
         self._now_ns = time.time_ns()
+
+    @property
+    def stat_cache(self) -> dict[str, tuple[StatKey, str]]:
+        if self._stat_cache is None:
+            self._stat_cache = self._load_stats()
+        return self._stat_cache
+
+    def unchanged_since(self, key: str, recorded: StatKey) -> bool:
+        """Whether the file still has the stat a settled build recorded with its hash."""
+        try:
+            st = os.stat(self.full(key))
+        except OSError:
+            return False
+        return (st.st_size, st.st_mtime_ns, st.st_ino) == tuple(recorded)
 
     def key(self, path: str | os.PathLike[str]) -> str:
         p = Path(path)
