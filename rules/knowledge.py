@@ -8,7 +8,6 @@ Paths are computed here from validated ids, never taken from a model or a docume
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from collections import Counter
 from pathlib import Path

@@ -89,8 +89,6 @@ def test_instructions_inside_a_document_change_nothing_but_its_own_fact(tmp_path
 
 
 def test_hostile_sources_yml_and_paths_each_get_one_line(tmp_path):
-    import errno
-    import functools
     import http.server
     import os
     import threading

@@ -1,7 +1,6 @@
 """`kbuild watch` in a real subprocess, against real file edits."""
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import subprocess

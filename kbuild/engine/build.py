@@ -29,8 +29,8 @@ from typing import Any, Literal
 from .callcache import CallCache
 from .files import TEMP_SUFFIX, FileHasher, atomic_write, output_path
 from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
-from .lockfile import patch_lock, read_lock, render_lock
 from . import rule as rules_module
+from .lockfile import patch_lock, read_lock, render_lock
 from .rule import Query, Rule
 from .state import DepGroup, Memo, State, flat
 
@@ -606,8 +606,8 @@ class _Build:
     def settle(self, roots: list[str]) -> None:
         """Settle, without running anything, every query whose recorded reads all still hold.
 
-        A no-op build is only this pass: an explicit stack rather than recursion or tasks, so a
-        deep graph cannot overflow and a large one costs a loop over its edges.
+        An explicit stack rather than recursion or tasks, so a deep graph cannot overflow and a
+        large one costs a loop over the edges loaded (after a few changes, only what they reach).
         """
         memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
         file_hash = self.hasher.hash

@@ -5,7 +5,6 @@ page shows in `git diff` as the lines of the hashes that changed.
 """
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Mapping
 from pathlib import Path
