@@ -9,6 +9,7 @@ import datetime
 import functools
 import json
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +46,14 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
     for index in sorted(base.rglob("index*.md")):
         if "/raw/" in index.as_posix():
             continue
+        # Paths as strings, relative to the root once per index: pathlib and relpath per line
+        # were three quarters of a search over 100,000 lines.
+        name = index.relative_to(root).as_posix()
+        folder = os.path.dirname(name)
         for line in index.read_text("utf-8", errors="replace").splitlines():
             match = ENTRY.match(line)
             if match:
-                target = os.path.relpath(os.path.normpath(os.path.join(index.parent, match.group(2))), root)
-                rows.append((index.relative_to(root).as_posix(), Path(target).as_posix(), line))
+                rows.append((name, posixpath.normpath(posixpath.join(folder, match.group(2))), line))
     return rows
 
 
