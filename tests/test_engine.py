@@ -420,3 +420,36 @@ def test_an_edited_rule_file_is_seen_although_rule_sources_are_cached(tmp_path):
     engine = Engine(tmp_path, [shout])
     assert engine.build([shout("a.txt")]).executed == ['shout("a.txt")']
     assert engine.value(shout("a.txt")) == "hi"
+
+
+@rule
+async def page(ctx, name):
+    ctx.write(f"out/{name}.md", f"# {name}\n")
+    return name
+
+
+@rule
+async def listed_pages(ctx, listing):
+    names = ctx.read_text(listing).split()
+    return await ctx.query_all([page(n) for n in names])
+
+
+def test_a_page_its_reader_stops_reading_is_forgotten_with_its_file_after_a_small_change(tmp_path):
+    """After a settled build a change loads only what it reaches; what the re-run stops reading
+    must still be collected, its file removed and the lock left equal to the whole graph's."""
+    (tmp_path / "list.txt").write_text("alpha beta gamma\n")
+    rules = [page, listed_pages]
+    assert build(tmp_path, listed_pages("list.txt"), rules=rules).ok
+    assert build(tmp_path, listed_pages("list.txt"), rules=rules).executed == []  # settled: a summary is kept
+    (tmp_path / "list.txt").write_text("alpha gamma\n")
+    report_ = build(tmp_path, listed_pages("list.txt"), rules=rules)
+    assert report_.executed == ['listed_pages("list.txt")']
+    assert not (tmp_path / "out/beta.md").exists() and (tmp_path / "out/alpha.md").exists()
+    engine = Engine(tmp_path, rules)
+    memos = engine.memos()
+    assert 'page("beta")' not in memos
+    assert engine.lock_path.read_bytes() == render_lock(memos)
+    (tmp_path / "out/gamma.md").write_text("edited by hand\n")
+    assert build(tmp_path, listed_pages("list.txt"), rules=rules).executed == ['page("gamma")']
+    assert (tmp_path / "out/gamma.md").read_text() == "# gamma\n"
+    assert build(tmp_path, listed_pages("list.txt"), rules=rules).executed == []
