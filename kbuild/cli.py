@@ -609,17 +609,19 @@ def status(session: Session, as_json: bool) -> None:
     targets = session.targets(spec)
     inspection = engine.inspect()
     stale, memos = inspection.stale, inspection.memos
-    plan = engine.plan(targets)
     groups: dict[str, list[str]] = {}  # what changed -> the queries stale because of it
     for qid, (_, cause) in stale.items():
         reason = stale[cause][0]
         groups.setdefault(reason if reason.startswith("rule ") else f"{cause}: {reason}", []).append(qid)
-    new = sorted(q for q in plan if q not in memos)
+    # Never built: a target, or a query a recorded one read (it failed then). From the same reading
+    # of the graph as the stale set, rather than a dry run that would load it again.
+    read = {dep for memo in memos.values() for group in memo.deps for dep, _ in group if not dep.startswith("file:")}
+    new = sorted(q for q in {t.id for t in targets} | read if q not in memos)
     if as_json:
         click.echo(json.dumps({"causes": {c: sorted(qs) for c, qs in groups.items()}, "new": new},
                               indent=2, sort_keys=True))
         return
-    if not stale and not plan:
+    if not stale and not new:
         click.echo("up to date: nothing would run")
         return
     for cause in sorted(groups):
