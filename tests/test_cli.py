@@ -95,6 +95,13 @@ def test_a_second_build_exits_3(project):
     assert result.exit_code == 3 and "another kbuild" in result.output
 
 
+def test_status_names_what_was_never_built(project):
+    assert 'report("a.txt","b.txt"): not built yet' in kbuild(project, "status").output
+    assert json.loads(kbuild(project, "status", "--json").output)["new"] == ['report("a.txt","b.txt")']
+    kbuild(project)
+    assert kbuild(project, "status").output == "up to date: nothing would run\n"
+
+
 def test_status_groups_what_is_stale_by_what_changed(project):
     kbuild(project)
     (project / "b.txt").write_text("three four\n")
