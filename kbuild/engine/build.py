@@ -437,7 +437,7 @@ class _Build:
         self.reached: set[str] | None = None
         self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
         self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
-        self.dead_memos: dict[str, Memo] = {}
+        self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -703,15 +703,15 @@ class _Build:
             self._sweep_temporaries()  # the slow path only: a crash always leaves the next build on it
             self._check_output_owners()
         else:
-            dead = self._collect_dropped(root_ids)
-            report.reused = summary["queries"] - len(dead | {q for q in report.executed if q in self.replaced})
+            self._collect_dropped(root_ids)
+            report.reused = summary["queries"] - len(self.dead.keys() | {q for q in report.executed if q in self.replaced})
             self._check_new_outputs()
         if self.changed or not self.engine.lock_path.exists():
             self._write_lock()
         if self.reached is None:
             self._record_clean(root_ids)
         else:
-            self._update_clean(summary, changed_files, dead)
+            self._update_clean(summary, changed_files)
         report.calls = self.calls.calls
         report.cache_hits = self.calls.hits
         report.seconds = time.perf_counter() - started
@@ -982,7 +982,10 @@ class _Build:
             for path in memo.outputs:
                 other = owner.setdefault(path, qid)
                 if other != qid:
-                    self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
+                    self._same_output(qid, path, other)
+
+    def _same_output(self, qid: str, path: str, other: str) -> None:
+        self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
 
     def _check_new_outputs(self) -> None:
         for qid in self.report.executed:
@@ -991,13 +994,12 @@ class _Build:
                 continue
             for path, writers in self.state.writers(memo.outputs).items():
                 for other in sorted(writers - {qid}):
-                    self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
+                    self._same_output(qid, path, other)
 
-    def _collect_dropped(self, roots: list[str]) -> set[str]:
+    def _collect_dropped(self, roots: list[str]) -> None:
         """Forget the queries that re-run queries stopped reading and that nothing else reads
         (the last build left no other garbage), and remove the files they made."""
-        state, keep = self.state, set(roots)
-        dead: set[str] = set()
+        state, keep, dead = self.state, set(roots), self.dead
         candidates = sorted(self.dropped)
         while candidates:
             qid = candidates.pop()
@@ -1006,7 +1008,7 @@ class _Build:
             memo = self.memos.get(qid)
             if memo is None:
                 continue
-            dead.add(qid)
+            dead[qid] = memo
             state.delete_memos([qid])
             del self.memos[qid]
             writers = state.writers(memo.outputs)
@@ -1014,20 +1016,18 @@ class _Build:
                 if not writers.get(path):
                     self._remove_output(path)
             candidates += [d for d, _ in flat(memo.deps) if not d.startswith(FILE)]
-            self.dead_memos[qid] = memo
-        self.changed |= dead
-        return dead
+        self.changed |= dead.keys()
 
-    def _update_clean(self, summary: dict[str, Any], changed_files: list[str], dead: set[str]) -> None:
+    def _update_clean(self, summary: dict[str, Any], changed_files: list[str]) -> None:
         """The summary of a build that loaded only what changes reached, brought up to date from
         the memos it replaced and removed, when it too left every query settled."""
-        reached = self.reached
+        reached, dead = self.reached, self.dead
         assert reached is not None
         if self.failed or any(q not in self.green and q not in dead for q in reached):
             return
         files, outputs = summary["files"], summary["outputs"]
         touched = set(changed_files)
-        for old in [*self.replaced.values(), *self.dead_memos.values()]:
+        for old in [*self.replaced.values(), *dead.values()]:
             for path in old.outputs:
                 outputs.pop(path, None)
             touched |= {d[5:] for d, _ in flat(old.deps) if d.startswith(FILE)}
