@@ -54,7 +54,8 @@ def pull(quick: bool) -> dict[str, list[Row]]:
     for pages, changed in points:
         r = bench.measure(pages, changed, 3)
         rows.append((f"{changed} sources changed in {r['pages']:,} pages",
-                     f"{r['build_s']:.3f} s, {r['ran']:.0f} queries ran; no-op {r['noop_s']:.3f} s",
+                     f"{r['build_s']:.3f} s, {r['ran']:.0f} queries ran; no-op {r['noop_s']:.3f} s; "
+                     f"lock {r['lock_mb']:.1f} MB",
                      "grows with the changes, not the store"))
     return {"2. After `git pull`": rows}
 
@@ -70,6 +71,12 @@ def scheduling(quick: bool) -> dict[str, list[Row]]:
             rows.append((f"{chunks:,} calls of 20 ms, {in_flight} in flight, store on {'tmpfs' if memory else 'disk'}",
                          f"{100 * ideal / took:.0f}% of ideal ({took:.2f} s against {ideal:.2f} s)",
                          "at least 90% of ideal"))
+    b = bench.breakdown(1000, 0.02, 16)
+    rows.append(("where the rest goes at 16 in flight, 20 ms, tmpfs",
+                 f"{b['in_flight']:.1f} calls in flight once they began; the first began "
+                 f"{1000 * b['first_call_s']:.0f} ms in; calls ended {b['late_ms']:.1f} ms late; "
+                 f"{b['cpu_ms_per_query']:.2f} ms CPU a query; plain asyncio semaphore {100 * b['plain_asyncio']:.0f}%",
+                 ""))
     if not quick:  # a small model's latency rather than a stress test of kbuild's own cost per call
         took, ideal = bench.measure(1000, 0.2, 16)
         rows.append(("1,000 calls of 200 ms, 16 in flight, store on disk",
@@ -123,8 +130,9 @@ def others(quick: bool) -> dict[str, list[Row]]:
                                                     f"{c['check_s']:.2f} s; `git status` {c['git_s']:.3f} s "
                                                     f"({c['check_s'] / c['git_s']:.0f}×)", "")]
     lines = 10_000 if quick else 100_000
-    seconds, _ = search.measure(lines, 3)
-    figures["Search"] = [(f"one query over {lines:,} index lines", f"{seconds:.2f} s", "")]
+    seconds, _, parts = search.measure(lines, 3)
+    figures["Search"] = [(f"one query over {lines:,} index lines", f"{seconds:.2f} s; of it "
+                          + ", ".join(f"{name} {t:.2f} s" for name, t in parts.items()), "")]
     latency = watch.measure(5 if quick else 10, 50)
     figures["Watch"] = [("a save to the start of its rebuild", f"{1000 * latency:.0f} ms (50 ms of it the debounce)", "")]
     m = meaning.scores()

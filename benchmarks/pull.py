@@ -101,7 +101,8 @@ def measure(pages: int, changed: int, runs: int, profile: str | None = None) -> 
             write_sources(top, count, f"v{n + 1}", list(range(0, count, step))[:changed])
             out = subprocess.run(run + ([profile] if profile else []), check=True, capture_output=True, text=True)
             samples.append(json.loads(out.stdout))
-    return {"pages": count * (CHUNKS + 2), "changed": changed,
+        lock_mb = (top / "kbuild.lock").stat().st_size / 1e6
+    return {"lock_mb": lock_mb, "pages": count * (CHUNKS + 2), "changed": changed,
             "build_s": statistics.median(s["build_s"] for s in samples), "noop_s": statistics.median(noops),
             "ran": statistics.median(s["ran"] for s in samples)}
 
@@ -121,11 +122,11 @@ def main() -> None:
     args = parser.parse_args()
     points = [(args.pages, args.changed)] if args.pages else CURVE
     print(f"{'pages':>8} {'changed sources':>15} {'queries ran':>11} {'build s':>8} {'no-op s':>8} "
-          f"{'beyond the no-op, ms per changed source':>40}")
+          f"{'beyond the no-op, ms per changed source':>40} {'lock MB':>8}")
     for pages, changed in points:
         r = measure(pages, changed, args.runs, args.profile)
         print(f"{r['pages']:>8} {changed:>15} {r['ran']:>11.0f} {r['build_s']:>8.3f} {r['noop_s']:>8.3f} "
-              f"{1000 * (r['build_s'] - r['noop_s']) / changed:>40.1f}", flush=True)
+              f"{1000 * (r['build_s'] - r['noop_s']) / changed:>40.1f} {r['lock_mb']:>8.1f}", flush=True)
 
 
 if __name__ == "__main__":
