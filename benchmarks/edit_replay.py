@@ -44,13 +44,9 @@ class SimulatedModel(OfflineBackend):
 
         return (await ctx.call({"task": task, "prompt": prompt}, compute))["value"]
 
-    async def rewrite(self, ctx, span, headings, title, figures, previous, check=None):
-        return await self._ask(ctx, "rewrite", span + previous, lambda: super(SimulatedModel, self).rewrite(
-            ctx, span, headings, title, figures, previous))
-
-    async def summarise_chunk(self, ctx, span, headings, previous):
-        return await self._ask(ctx, "chunk summary", span + previous, lambda: super(SimulatedModel, self)
-                               .summarise_chunk(ctx, span, headings, previous))
+    async def read_chunk(self, ctx, span, headings, title, figures, previous, views, picks, check=None):
+        return await self._ask(ctx, "reading", span + previous, lambda: super(SimulatedModel, self).read_chunk(
+            ctx, span, headings, title, figures, previous, views, picks))
 
     async def summarise_source(self, ctx, title, summaries):
         return await self._ask(ctx, "source summary", "\n".join(summaries), lambda: super(SimulatedModel, self)
@@ -65,9 +61,9 @@ class SimulatedModel(OfflineBackend):
         return await self._ask(ctx, "view", prompt, lambda: super(SimulatedModel, self)
                                .write_section(ctx, kind, about, title, facts))
 
-    async def ground(self, ctx, page, sources):
-        return await self._ask(ctx, "grounding", page + "".join(sources), lambda: super(SimulatedModel, self)
-                               .ground(ctx, page, sources))
+    async def ground(self, ctx, doubts):
+        prompt = "".join(d.sentence + "".join(d.evidence) for d in doubts)
+        return await self._ask(ctx, "grounding", prompt, lambda: super(SimulatedModel, self).ground(ctx, doubts))
 
 
 KBUILDFILE = f"""
@@ -103,7 +99,7 @@ def add(root: Path, name: str) -> None:
 
 def calls(report: dict[str, Any]) -> tuple[int, int, int]:
     c = report["counters"]
-    rewrites = sum(1 for q in report["executed"] if q.startswith("rewrite("))
+    rewrites = sum(1 for q in report["executed"] if q.startswith("reading("))
     return rewrites, int(c.get("model calls", 0)), int(c.get("tokens in", 0))
 
 

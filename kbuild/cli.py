@@ -231,6 +231,13 @@ def doctor(session: Session) -> None:
         path = session.file or buildfile.find(session.directory.resolve())
         spec = buildfile.load(path)
         say("PASS", f"{path} loads: {len(spec.rules)} rules")
+        unreadable = [f"{r.name}: {p}" for r in spec.rules for p in r.prompts if not _readable(p)]
+        prompts = {p for r in spec.rules for p in r.prompts}
+        if unreadable:
+            say("FAIL", f"prompt files cannot be read ({len(unreadable)}): {unreadable[0]}",
+                "reinstall kbuild (`pip install --force-reinstall kbuild`), or fix the path the rule names")
+        else:
+            say("PASS", f"every prompt file the rules name can be read ({len(prompts)})")
         targets = list(spec.targets())
         say("PASS", f"targets(): {len(targets)} queries")
     except Exception as exc:
@@ -281,6 +288,14 @@ def doctor(session: Session) -> None:
         click.echo(click.style(status, fg=colour) + f"  {what}" + (f"  (fix: {fix})" if status != "PASS" and fix else ""))
     if any(status == "FAIL" for status, _, _ in results):
         sys.exit(1)
+
+
+def _readable(path: Path) -> bool:
+    try:
+        path.read_bytes()
+        return True
+    except OSError:
+        return False
 
 
 @main.command()
@@ -406,9 +421,10 @@ def show(session: Session, path: Path) -> None:
 
 @main.command()
 @click.option("--debounce", default=300, show_default=True,
-              help="The longest a burst of edits may run before it is built (ms); 50 ms of quiet ends a burst.")
+              help="The longest a burst of edits may run before it is built (ms).")
+@click.option("--settle", default=50, show_default=True, help="How long a quiet spell ends a burst (ms).")
 @click.pass_obj
-def watch(session: Session, debounce: int) -> None:
+def watch(session: Session, debounce: int, settle: int) -> None:
     """Build, then rebuild after every burst of edits to sources, sources.yml, Kbuildfile.py or rules.
 
     Example: kbuild watch   (edit a source in another window; Ctrl-C stops)
@@ -449,7 +465,7 @@ def watch(session: Session, debounce: int) -> None:
     def outputs() -> dict[str, str]:
         return {p: h for m in engines[0].memos().values() for p, h in m.outputs.items()} if engines else {}
 
-    run_watch(first.root, kb.store.root if kb else "kb", build_once, outputs, debounce, session.verbose)
+    run_watch(first.root, kb.store.root if kb else "kb", build_once, outputs, debounce, session.verbose, settle)
 
 
 @main.command()
@@ -588,12 +604,18 @@ def logs(session: Session, limit: int, query: str | None, errors: bool, full: bo
             click.echo(json.dumps(row, sort_keys=True))
             continue
         hit = "cache" if row["cache_hit"] else f"{row['latency_ms']:.0f} ms"
+        cost = "$?" if row["cost"] is None and not row["cache_hit"] else f"${row['cost'] or 0:.4f}"
         line = (f"{row['at']}  {row['task']:<14} {row['model']:<20} {hit:>9}  "
-                f"{row['tokens_in']:>6} in {row['tokens_out']:>5} out  ${row['cost']:.4f}  {row['query']}")
+                f"{row['tokens_in']:>6} in {row['tokens_out']:>5} out  {cost:>8}  {row['query']}")
         click.echo(line + (f"  ERROR: {row['error']}" if row["error"] else ""))
         if full:
-            for message in json.loads(row["request"]):
+            sent = json.loads(row["request"])
+            for message in sent.get("messages", []):
                 click.echo(f"  [{message['role']}]\n" + "\n".join("    " + l for l in str(message["content"]).splitlines()))
+            settings = {k: v for k, v in sent.items() if k not in ("messages", "response_format")}
+            click.echo(f"  [parameters] {json.dumps(settings, sort_keys=True)}")
+            if "response_format" in sent:
+                click.echo(f"  [response_format] {json.dumps(sent['response_format'], sort_keys=True)}")
             click.echo("  [response]\n" + "\n".join("    " + l for l in str(row["response"]).splitlines()))
 
 

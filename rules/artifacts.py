@@ -14,14 +14,13 @@ from typing import Any
 from kbuild.checks.grounding import unsupported
 from kbuild.checks.secrets import redact
 from kbuild.engine import Problem, QueryFailed, Rule, rule
-from kbuild.model.offline import clean
+from kbuild.model.offline import prose_sentences
 from kbuild.search import tokens
-from kbuild.slicing import split_sentences
 from kbuild.store.layout import link
 from kbuild.engine.hashing import hash_bytes
 from kbuild.store.sources import DEFAULT_VIEWS
 
-from .guard import write_grounded
+from .guard import unsupported_claims, write_grounded
 
 VIEW_PURPOSE = {
     "digest": "What the project is and does, for anyone",
@@ -32,44 +31,30 @@ VIEW_PURPOSE = {
 HITS_PER_SOURCE = 8
 
 
-LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
-
-
-def _sentences(span: str) -> list[str]:
-    """Whole statements of a fact's prose: no list markers, no lead-ins to a block that is not there."""
-    found = (LIST_MARK.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
-    return [s for s in found if not s.endswith(":")]
+SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
 
 
 def _unsupported_section(project: str, view: str, title: str, claims: list[str]) -> str:
-    listed = "; ".join(f"\"{c[:80]}\"" for c in claims[:5])
-    return f"{project}/views/{view}, section {title}: its facts do not support {listed}"
+    return f"{project}/views/{view}, section {title}: {'; '.join(claims[:5])}"
 
 
-def _claim_owners(claim: str, statements: list[str]) -> list[str]:
-    """The statements an unsupported claim, as the grounding model quoted it, belongs to: the one it
-    quotes word for word, else those it quotes a part of, else those it joins, else those sharing
-    most of its words; every statement when it can be placed nowhere, so that a claim no one can
-    place fails every view it may be in."""
-    def words(text: str) -> str:
-        return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
-
-    said = words(claim)
-    if not said.strip():
-        return list(statements)
-    for quotes in (lambda w: w == said, lambda w: said in w, lambda w: w.strip() and w in said):
-        quoted = [s for s in statements if quotes(words(s))]
-        if quoted:
-            return quoted
-    claimed = set(said.split())
-    share = {s: len(claimed & set(words(s).split())) / len(claimed) for s in statements}
-    best = max(share.values(), default=0.0)
-    return [s for s in statements if share[s] == best] if best >= 0.5 else list(statements)
+def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A default view's section, by code: the sentences its facts' readings picked for the view,
+    word for word, each citing its fact. Taken in turns across the facts up to the section's
+    size, so that no one fact fills a digest, then put back in source order."""
+    queues = [[(n, i) for i in f["picks"].get(view, [])] for n, f in enumerate(facts)]
+    chosen: list[tuple[int, int]] = []
+    while len(chosen) < SECTION_STATEMENTS[view] and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < SECTION_STATEMENTS[view]:
+                chosen.append(queue.pop(0))
+    return [{"text": redact(facts[n]["sentences"][i]), "cites": [facts[n]["ref"]]} for n, i in sorted(chosen)]
 
 
 def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[Rule]:
     store, backend = kb.store, kb.backend
     listing, chunk, fact_groups = r["listing"], r["chunk"], r["fact_groups"]
+    reading, fact = r["reading"], r["fact"]
 
     async def same_section(ctx, old, new):
         """A section is the same when it cites the same facts in the same order and its statements
@@ -88,7 +73,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
     def specs_dir(project: str) -> str:
         return f"{store.project(project)}/artifacts/specs"
 
-    @rule(version=1, uses=(_sentences,))
+    @rule(version=2, uses=(prose_sentences,))
     async def fact_sentences(ctx, project, source, group):
         """The prose sentences of each fact of one group of a source, which views select and cite."""
         found = await ctx.query(fact_groups(project, source))
@@ -98,7 +83,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         texts = await ctx.query_all([chunk(project, source, s) for s in slugs])
         section = found["groups"][group]["section"]
         return {"title": found["title"] if section == found["title"] else f"{found['title']} › {section}",
-                "facts": [{"ref": f"{source}/{slug}", "sentences": _sentences(t["text"])} for slug, t in zip(slugs, texts)]}
+                "facts": [{"ref": f"{source}/{slug}", "sentences": prose_sentences(t["text"])} for slug, t in zip(slugs, texts)]}
 
     @rule(version=1)
     async def view_request(ctx, project, view):
@@ -107,100 +92,66 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         listed = await ctx.query(listing(project))
         return next((v for v in listed["views"] if v["name"] == view), None)
 
-    @rule(version=1)
-    async def default_views(ctx, project):
-        """The default views of a project's kind, so that a group's grounding reads only them and
-        not every edit of sources.yml."""
-        listed = await ctx.query(listing(project))
-        return list(DEFAULT_VIEWS[listed["kind"]])
-
-    @rule(version=2, params={**backend.params("view"), "grounding": backend.params("grounding")},
-          uses=(*backend.code, _unsupported_section),
+    @rule(version=3, params={**backend.params("view"), "grounding": backend.params("grounding"),
+                             "statements": SECTION_STATEMENTS},
+          uses=(*backend.code, _unsupported_section, assemble_section, unsupported_claims, "kbuild.checks.grounding"),
           prompts=[*backend.prompts("view"), *backend.prompts("grounding")], cutoff=same_section)
     async def view_section(ctx, project, view, origin, source, group):
         """One section of a view: what one group of a source's facts says to it (for a view on
         request, group -1: the facts of the source that the ranking found).
 
-        The code checks are made here. The model's grounding is asked here only for a view on
-        request; a default view's section is grounded with the other default views' sections of
-        its group (group_grounding), and nothing reads it but checked_section and that query."""
+        A default view's section is assembled by code from the sentences each fact's reading
+        picked: the source's own words, citing their fact, so there is nothing to ground and no
+        call to make. A view on request asks the model over the ranked sentences only, and its
+        statements are grounded against the sentences they cite."""
         request = await ctx.query(view_request(project, view))
-        if request is not None:  # a requested view: the facts the ranking found
-            hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
-            facts = [{"ref": h["ref"], "sentences": [h["sentence"]]} for h in hits]
-            about, kind = request["about"], "requested"
-            title = (await ctx.query(fact_groups(origin, source)))["title"]
-        else:
-            found = await ctx.query(fact_sentences(origin, source, group))
-            facts, about, kind, title = found["facts"], VIEW_PURPOSE[view], view, found["title"]
-        known = {f["ref"] for f in facts}
-        cited_text: dict[str, str] = {}
-        for ref in known:
-            cited_text[ref] = (await ctx.query(chunk(origin, *ref.split("/", 1))))["text"]
+        if request is None:
+            found = await ctx.query(fact_groups(origin, source))
+            if group >= len(found["groups"]):
+                raise Problem(f"{origin}/{source} has no group {group} any more")
+            slugs = found["groups"][group]["slugs"]
+            # a section cites fact pages: one that failed its checks fails the section, and the
+            # view keeps its previous version rather than link to a page that is not there
+            await ctx.query_all([fact(origin, source, s) for s in slugs])
+            texts = await ctx.query_all([chunk(origin, source, s) for s in slugs])
+            readings = await ctx.query_all([reading(origin, source, s) for s in slugs])
+            facts = [{"ref": f"{source}/{slug}", "sentences": prose_sentences(t["text"]), "picks": r["picks"]}
+                     for slug, t, r in zip(slugs, texts, readings)]
+            section = found["groups"][group]["section"]
+            title = found["title"] if section == found["title"] else f"{found['title']} › {section}"
+            return {"origin": origin, "source": source, "title": title, "statements": assemble_section(view, facts)}
+
+        hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
+        by_fact: dict[str, list[str]] = {}
+        for h in hits:
+            by_fact.setdefault(h["ref"], []).append(h["sentence"])
+        facts = [{"ref": ref, "sentences": sentences} for ref, sentences in by_fact.items()]
+        title = (await ctx.query(fact_groups(origin, source)))["title"]
+        said = {ref: " ".join(sentences) for ref, sentences in by_fact.items()}
 
         def grounded(statements: list[dict[str, Any]]) -> list[str]:
-            """The code checks: each statement cites a fact of this section, and says no number or
-            requirement keyword that its facts do not."""
+            """The code checks: each statement cites a fact of this section, and says no number,
+            requirement keyword, code name or quoted term that its cited sentences do not."""
             failures = []
             for st in statements:
-                if not st["cites"] or not set(st["cites"]) <= known:
+                if not st["cites"] or not set(st["cites"]) <= set(said):
                     failures.append(f"\"{st['text'][:60]}\" cites no fact of this section")
                     continue
-                missing = unsupported(st["text"], [cited_text[r] for r in st["cites"]])
+                missing = unsupported(st["text"], [said[r] for r in st["cites"]])
                 if missing:
                     failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
             return failures
 
         statements = [{**st, "text": redact(st["text"])}
-                      for st in await backend.write_section(ctx, kind, about, title, facts, grounded)]
+                      for st in await backend.write_section(ctx, "requested", request["about"], title, facts, grounded)]
         failures = grounded(statements)
         if failures:
             raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")
-        if request is not None and statements:  # a view on request grounds its own section here
-            cited = sorted({r for st in statements for r in st["cites"]})
-            claims = await backend.ground(ctx, "\n".join(st["text"] for st in statements), [cited_text[r] for r in cited])
-            if claims:
-                raise Problem(_unsupported_section(project, view, title, claims))
+        claims = await unsupported_claims(ctx, backend, [(st["text"], [said[r] for r in st["cites"]])
+                                                         for st in statements], title)
+        if claims:
+            raise Problem(_unsupported_section(project, view, title, claims))
         return {"origin": origin, "source": source, "title": title, "statements": statements}
-
-    @rule(version=1, params={"grounding": backend.params("grounding")}, uses=(*backend.code, _claim_owners),
-          prompts=backend.prompts("grounding"))
-    async def group_grounding(ctx, project, origin, source, group):
-        """The model's grounding of one group's sections in every default view, in one call: each
-        statement once and each cited fact's text once, however many views say or cite it.
-
-        Per view whose section passed the code checks: the claims that the facts do not support,
-        each given to the views whose statements it names (an empty list: the section passed)."""
-        views = await ctx.query(default_views(project))
-        found = await ctx.query_all([view_section(project, v, origin, source, group) for v in views],
-                                    return_failures=True)
-        sections = {v: s for v, s in zip(views, found) if not isinstance(s, QueryFailed)}
-        texts = list(dict.fromkeys(st["text"] for s in sections.values() for st in s["statements"]))
-        cited = sorted({r for s in sections.values() for st in s["statements"] for r in st["cites"]})
-        verdict: dict[str, list[str]] = {v: [] for v in sections}
-        if texts:
-            facts = await ctx.query_all([chunk(origin, *ref.split("/", 1)) for ref in cited])
-            for claim in await backend.ground(ctx, "\n".join(texts), [f["text"] for f in facts]):
-                owners = set(_claim_owners(claim, texts))
-                for v, s in sections.items():
-                    if any(st["text"] in owners for st in s["statements"]):
-                        verdict[v].append(claim)
-        return {"unsupported": verdict}
-
-    @rule(version=1, uses=(_unsupported_section,))
-    async def checked_section(ctx, project, view, origin, source, group):
-        """A section that passed every check, code and model: what a view page is built from. A
-        section that did not fails here, naming its claims, and the page above it keeps its
-        previous version."""
-        section = await ctx.query(view_section(project, view, origin, source, group))
-        if await ctx.query(view_request(project, view)) is not None:
-            return section  # a view on request: its section asked the model itself
-        verdict = (await ctx.query(group_grounding(project, origin, source, group)))["unsupported"]
-        if view not in verdict:
-            raise Problem(f"{project}/views/{view}, section {section['title']}: not grounded")
-        if verdict[view]:
-            raise Problem(_unsupported_section(project, view, section["title"], verdict[view]))
-        return section
 
     @rule(version=1, uses=(tokens,))
     async def view_hits(ctx, project, view):
@@ -249,7 +200,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                      for n in range(len(o["groups"]))]
             purpose = VIEW_PURPOSE[view]
         # a section that fails its checks, code or model, fails the page: the previous version stays whole
-        sections = await ctx.query_all([checked_section(project, view, p, s, n) for p, s, n in parts])
+        sections = await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
         path = f"{views_dir(project)}/{view}.md"
         body = [f"# {view.replace('-', ' ').capitalize()} view of {listed['title'] or project}\n",
                 f"_{purpose}. Every statement cites the fact it comes from. Statements: {backend.label}._\n",
@@ -271,13 +222,15 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
                         "Add a source that does, or ask for a view on something the sources cover.\n")
         page = "\n".join(body).rstrip() + "\n"
-        ctx.write(path, page)  # each section was checked, code and model, before it came here
+        ctx.write(path, page)  # each section was checked before it came here
         ctx.note("grounding", {"passed": True, "by": "sections", "page": hash_bytes(page.encode())})
         return {"path": path, "summary": summary or "(a gap: nothing in the sources speaks to this)",
                 "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
 
     @rule(params={**backend.params("spec"), "grounding": backend.params("grounding")},
-          uses=(*backend.code, unsupported, write_grounded), prompts=[*backend.prompts("spec"), *backend.prompts("grounding")])
+          uses=(*backend.code, unsupported, write_grounded, "kbuild.checks.grounding"),
+          prompts=[*backend.prompts("spec"), *backend.prompts("grounding")],
+          version=2)
     async def spec_page(ctx, project, name):
         listed = await ctx.query(listing(project))
         request = next(s for s in listed["specs"] if s["name"] == name)
@@ -291,17 +244,18 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                  f"Every requirement links to the facts that support it. Requirements: {backend.label}._\n",
                  f"Up: [specs](index.md) · [{project}](../../index.md)\n", "## Requirements\n"]
         origins = {st_ref: st["origin"] for st in statements for st_ref in st["cites"]}
-        fact_texts: list[str] = []
+        claims: list[tuple[str, list[str]]] = []
         for n, req in enumerate(requirements, start=1):
             cited = [ref for ref in req["cites"] if ref in origins]
             if not cited:
                 raise Problem(f"{project}/specs/{name}: requirement R{n} cites no fact of its view")
-            texts = [(await ctx.query(chunk(origins[ref], *ref.split("/", 1))))["text"] for ref in cited]
-            fact_texts += texts
+            # what the view says of those facts: the grounded statements a requirement is written from
+            texts = [st["text"] for st in statements if set(st["cites"]) & set(cited)]
             missing = unsupported(req["statement"], texts)
             if missing:
                 raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
                               "which its facts do not; the spec was not written")
+            claims.append((req["statement"], texts))
             links = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.project(origins[ref]) + '/facts/' + ref + '.md')}))"
                              for ref in cited)
             lines.append(f"**R{n}.** {req['statement']} {links}\n")
@@ -310,8 +264,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             lines.append(f"**A gap.** The {request['view']} view states no requirement (no SHALL, MUST, SHOULD, "
                          "MAY or \"required\"); nothing here is for a coding agent to implement yet.\n")
         page = "\n".join(lines).rstrip() + "\n"
-        claims = "\n".join(f"{r['statement']} Acceptance: {r['acceptance']}" for r in requirements)
-        await write_grounded(ctx, backend, path, page, claims, fact_texts)
+        await write_grounded(ctx, backend, path, page, claims)
         return {"path": path, "requirements": len(requirements), "view": request["view"]}
 
     @rule(version=1)
@@ -334,5 +287,5 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                   f"- [views/](views/index.md): {len(view_lines)} views\n- [specs/](specs/index.md): {len(spec_lines)} specs\n")
         return {"views": len(view_lines), "specs": len(spec_lines)}
 
-    return [fact_sentences, view_request, default_views, view_section, group_grounding, checked_section, view_hits,
+    return [fact_sentences, view_request, view_section, view_hits,
             view_page, spec_page, artifacts]

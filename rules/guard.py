@@ -1,23 +1,46 @@
-"""The grounding guardrail, shared by every rule that writes statements: ask before writing."""
+"""The grounding guardrail, shared by every rule that writes statements: check before writing."""
 from __future__ import annotations
 
 from typing import Any
 
+from kbuild.checks.grounding import Doubt, triage
 from kbuild.engine import Problem
 from kbuild.engine.hashing import hash_bytes
 
 
-async def write_grounded(ctx: Any, backend: Any, path: str, page: str, claims: str, sources: list[str]) -> None:
-    """Write `page` only if the backend finds nothing in `claims` (the page's own statements)
-    that `sources` do not support, and record the verdict with the page's hash in the lock.
+async def unsupported_claims(ctx: Any, backend: Any, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
+    """The sentences of each claim that its sources do not support, each with why.
+
+    Code decides what it can (a number, keyword, code name or quoted term the sources lack:
+    refused; every word the sources' and the force of its closest source sentences: passed);
+    the model is asked, in one call, only about the rest, each with its closest source sentences."""
+    found: list[str] = []
+    doubts: list[Doubt] = []
+    cleared = 0
+    for text, sources in claims:
+        triaged = triage(text, sources, framing)
+        found += [f"\"{sentence[:80]}\" {why}" for sentence, why in triaged.refused]
+        doubts += triaged.doubts
+        cleared += triaged.passed
+    if doubts:
+        ctx.count("grounding: sentences asked", len(doubts))
+        for n in await backend.ground(ctx, doubts):
+            found.append(f"\"{doubts[n].sentence[:80]}\" is not supported by its sources, the model says")
+    ctx.count("grounding: sentences cleared by code", cleared)
+    return found
+
+
+async def write_grounded(ctx: Any, backend: Any, path: str, page: str, claims: list[tuple[str, list[str]]],
+                         framing: str = "") -> None:
+    """Write `page` only if nothing in `claims` (the page's own statements, each with its sources)
+    is unsupported, and record the verdict with the page's hash in the lock.
 
     A page that fails is not written: its previous version stays, and its query fails, so nothing
     is built on it in this run.
     """
-    unsupported = await backend.ground(ctx, claims, sources)
-    if unsupported:
-        listed = "; ".join(f"\"{s[:80]}\"" for s in unsupported[:5])
-        raise Problem(f"{path}: its sources do not support {listed}; the previous version stays")
+    found = await unsupported_claims(ctx, backend, claims, framing)
+    if found:
+        raise Problem(f"{path}: {'; '.join(found[:5])}; the previous version stays")
     ctx.write(path, page)
     by = "code" if backend.name == "offline" else f"code and {backend.params('grounding').get('model')}"
     ctx.note("grounding", {"passed": True, "by": by, "page": hash_bytes(page.encode())})

@@ -8,11 +8,13 @@ Paths are computed here from validated ids, never taken from a model or a docume
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import broken_links_in
 from kbuild.checks.secrets import find_secrets, redact
 from kbuild.engine import Problem, Query, QueryFailed, Rule, rule
@@ -20,19 +22,21 @@ from kbuild import meaning
 from kbuild.engine.hashing import hash_bytes
 from kbuild.meaning import classify
 from kbuild.model import Backend
+from kbuild.model.offline import clean, prose_sentences
 from kbuild import slicing
 from kbuild.slicing import Chunk, chunk_texts, slice_text
 from kbuild.store.fetch import fetch_urls, meta_yml
 from kbuild.store.layout import Store, link, slugify
 from kbuild.store import sources as sources_module
-from kbuild.store.sources import Source, SourcesError, parse, resolve_path
+from kbuild.store.sources import DEFAULT_VIEWS, Source, SourcesError, parse, resolve_path
 
-from .artifacts import make_artifact_rules
+from .artifacts import VIEW_PURPOSE, make_artifact_rules
 from .guard import write_grounded
 
 GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
 INDEX_LINES = 150  # an index longer than this gets another level instead of growing
-PREVIOUS_CHARS = 1200  # how much of the chunk before a model sees, for references to resolve
+PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
+PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
 RESERVED = {"index", "text", "pages", "figures"}
 _convert_lock = threading.Lock()
 CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint  # pymupdf is not thread-safe; conversions run one at a time
@@ -89,6 +93,58 @@ def _pages_phrase(pages: list[int] | None) -> str:
         return ""
     first, last = pages
     return f", page {first}" if first == last else f", pages {first} to {last}"
+
+
+def context_before(text: str, chars: int = PREVIOUS_CHARS) -> str:
+    """The end of the text before a chunk, from a paragraph or sentence start: what references
+    at the chunk's start ("it", "this rule") resolve against, and no more."""
+    if len(text) <= chars:
+        return text
+    tail = text[-chars:]
+    for mark in ("\n\n", ". ", "\n"):
+        cut = tail.find(mark)
+        if 0 <= cut < chars // 2:
+            return tail[cut + len(mark):].lstrip()
+    return tail[tail.find(" ") + 1:]
+
+
+def lost_facts(span: str, got: dict[str, str]) -> list[str]:
+    """What a reading lost: the chunk's numbers and requirement keywords that its rewrite does
+    not keep, and a summary with no words in it. A reply of "..." says nothing and is refused."""
+    failures = []
+    said = clean(span)  # the part's words, not its markup (page markers, link targets, list numbers)
+    missing = unsupported(said, [got["rewrite"]]) if any(ch.isalnum() for ch in said) else []
+    numbers_and_keywords = [m for m in missing if not m.startswith(("`", "\""))]
+    if numbers_and_keywords:
+        failures.append(f"the rewrite leaves out {', '.join(numbers_and_keywords[:8])}, which the part states")
+    if any(ch.isalnum() for ch in span) and not re.search(r"[^\W\d_]{2}", got["summary"]):
+        failures.append("the summary says nothing; write one or two sentences of what the part states")
+    return failures
+
+
+def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
+    """The sentences a model quoted, as their indices: the one a quote stands in or starts, else
+    the one sharing at least 60% of the quote's words. A quote that matches no sentence is
+    dropped: a view says only the source's own sentences."""
+    def words(text: str) -> list[str]:
+        return re.findall(r"\w+", text.lower())
+
+    bags = [words(s) for s in sentences]
+    found: list[int] = []
+    for quote in quotes:
+        said = words(quote)
+        if not said:
+            continue
+        joined = " ".join(said)
+        exact = [i for i, bag in enumerate(bags) if joined in " ".join(bag)]
+        if exact:
+            found.append(exact[0])
+            continue
+        share = [len(set(said) & set(bag)) / len(set(said)) for bag in bags]
+        best = max(range(len(bags)), key=lambda i: (share[i], -i), default=None)
+        if best is not None and share[best] >= 0.6:
+            found.append(best)
+    return sorted(set(found))
 
 
 def _failed(values: list[Any]) -> list[QueryFailed]:
@@ -239,7 +295,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
                         "pages": list(c.pages) if c.pages else None} for s, c in zip(slugs, spans)],
         }
 
-    @rule(version=1)
+    @rule(version=2, uses=(context_before,))
     async def chunk(ctx, project, source, slug):
         """One chunk's words, where they stand and what comes just before: all a fact needs."""
         doc = await ctx.query(text(project, source))
@@ -254,7 +310,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         figures = dict(zip(names, await ctx.query_all([figure_text(project, source, n) for n in names])))
         # Words only, not where they stand: lines added above a chunk move it without changing
         # it, and must not reach the model calls that read it.
-        return {"text": span, "headings": here["headings"], "previous": before[0][-PREVIOUS_CHARS:] if before else "",
+        return {"text": span, "headings": here["headings"], "previous": context_before(before[0]) if before else "",
                 "title": doc["title"], "figures": figures}
 
     @rule(params=backend.params("figure"), uses=(*backend.code, meaning), prompts=backend.prompts("figure"),
@@ -264,23 +320,48 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         png = ctx.read(store.figure(project, source, name, ".png"))
         return await backend.describe_figure(ctx, png, doc["figures"][name], name, doc["title"])
 
-    @rule(params=backend.params("rewrite"), uses=(*backend.code, meaning), prompts=backend.prompts("rewrite"),
-          cutoff=same_meaning)
-    async def rewrite(ctx, project, source, slug):
+    @rule(version=1)
+    async def default_views(ctx, project):
+        """The default views of a project's kind, so that what reads them does not read every
+        edit of sources.yml."""
+        listed = await ctx.query(listing(project))
+        return list(DEFAULT_VIEWS[listed["kind"]])
+
+    @rule(params={**backend.params("reading"), "views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK},
+          uses=(*backend.code, place_quotes, prose_sentences, redact, lost_facts, clean, "kbuild.checks.grounding"),
+          prompts=backend.prompts("reading"))
+    async def reading(ctx, project, source, slug):
+        """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
+        each default view should say. Everything else built from a chunk is code over this."""
         c = await ctx.query(chunk(project, source, slug))
+        views = await ctx.query(default_views(project))
         page = kb.root / store.fact(project, source, slug)
 
-        def links_resolve(text: str) -> list[str]:  # the link guardrail, before the answer is taken
-            return broken_links_in(text, page, kb.root / store.root)
+        framing = " ".join([c["title"], *c["headings"]])
 
-        written = redact(await backend.rewrite(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"],
-                                               check=links_resolve))
-        failures = links_resolve(written)
+        def guardrail(got: dict[str, str]) -> list[str]:  # before the answer is taken: a reply that fails is asked again
+            links = broken_links_in(got["rewrite"], page, kb.root / store.root)
+            refused = triage(got["rewrite"], [c["text"], *c["figures"].values()], framing).refused
+            return ([f"the rewrite {problem}" for problem in links] + lost_facts(c["text"], got)
+                    + [f"the rewrite's \"{sentence[:60]}\" {why}" for sentence, why in refused])
+
+        got = await backend.read_chunk(ctx, c["text"], c["headings"], c["title"], c["figures"], c["previous"],
+                                       {v: VIEW_PURPOSE[v] for v in views}, PICKS_PER_CHUNK, check=guardrail)
+        failures = guardrail(got)
         if failures:
-            raise Problem(f"{project}/{source}/{slug}: the rewrite {'; '.join(failures)}")
-        return written
+            raise Problem(f"{project}/{source}/{slug}: {'; '.join(failures)}")
+        sentences = prose_sentences(c["text"])
+        return {"rewrite": redact(got["rewrite"]), "summary": redact(got["summary"]),
+                "picks": {v: place_quotes(got["picks"].get(v, []), sentences) for v in views}}
 
-    @rule(version=1, params=backend.params("grounding"), prompts=backend.prompts("grounding"), uses=(write_grounded,))
+    @rule(params=backend.params("reading"), uses=(*backend.code, meaning), cutoff=same_meaning)
+    async def rewrite(ctx, project, source, slug):
+        """The chunk rewritten to read on its own; a rewrite that means what the old one meant
+        keeps the old words, and the fact page above it is not touched."""
+        return (await ctx.query(reading(project, source, slug)))["rewrite"]
+
+    @rule(version=2, params=backend.params("grounding"), prompts=backend.prompts("grounding"),
+          uses=(write_grounded, _pages_phrase, "kbuild.checks.grounding"))
     async def fact(ctx, project, source, slug):
         doc = await ctx.query(chunks(project, source))
         place = next(c for c in doc["chunks"] if c["slug"] == slug)
@@ -292,14 +373,13 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         where += f"[text.md](text.md) lines {place['start']} to {place['end']}."
         page = (f"{where}\n\n## Original\n\n{c['text']}\n## Rewritten\n\n{rewritten.strip()}\n\n"
                 f"_Rewritten: {label}._ Up: [{doc['title']}](index.md)\n")
-        await write_grounded(ctx, backend, page_path, page, rewritten, [c["text"], *c["figures"].values()])
+        framing = " ".join([c["title"], *c["headings"]])
+        await write_grounded(ctx, backend, page_path, page, [(rewritten, [c["text"], *c["figures"].values()])], framing)
         return {"path": page_path, "hash": hash_bytes(page.encode())}
 
-    @rule(params=backend.params("chunk summary"), uses=(*backend.code, meaning), prompts=backend.prompts("chunk summary"),
-          cutoff=same_meaning)
+    @rule(params=backend.params("reading"), uses=(*backend.code, meaning), cutoff=same_meaning)
     async def chunk_summary(ctx, project, source, slug):
-        c = await ctx.query(chunk(project, source, slug))
-        return redact(await backend.summarise_chunk(ctx, c["text"], c["headings"], c["previous"]))
+        return (await ctx.query(reading(project, source, slug)))["summary"]
 
     @rule(version=1)
     async def fact_groups(ctx, project, source):
@@ -388,7 +468,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         listed = await ctx.query(listing(project))
         return {"title": listed["title"] or project, "sources": [s["id"] for s in listed["sources"]]}
 
-    artifact_rules = make_artifact_rules(kb, {"listing": listing, "chunk": chunk, "fact_groups": fact_groups},
+    artifact_rules = make_artifact_rules(kb, {"listing": listing, "chunk": chunk, "fact_groups": fact_groups,
+                                              "reading": reading, "fact": fact, "default_views": default_views},
                                          same_meaning)
     artifacts_rule = next(r for r in artifact_rules if r.name == "artifacts")
 
@@ -442,5 +523,6 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         ctx.write(store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
         return len(projects)
 
-    return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, rewrite, fact, chunk_summary, fact_groups, group_summary, source_summary,
+    return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, default_views, reading, rewrite, fact,
+            chunk_summary, fact_groups, group_summary, source_summary,
             source_index, abstract, project_outline, project_index, root_index, *artifact_rules]

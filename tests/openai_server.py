@@ -31,6 +31,12 @@ Endpoints:
 ``response_format.type`` is ``"json_schema"`` gets a 400 (``openai.BadRequestError``).
 A queued fault is applied before that check (and is consumed by that request).
 
+A ``json_schema`` response format with ``"strict": true`` is held to OpenAI's documented rules for
+strict mode (``strict_schema_errors``), as api.openai.com holds it: a schema that breaks one gets
+the 400 OpenAI sends ("Invalid schema for response_format ..."), so a test fails wherever kbuild
+would send a schema that OpenAI refuses. ``string_bounds=True`` also admits ``minLength`` and
+``maxLength``, as llama.cpp's and vLLM's grammars do (OpenAI does not).
+
 How the real ``openai`` client (3.57, over httpx2) sees each fault, with ``max_retries=0``
 (checked by ``tests/test_openai_server.py``, sync and async clients alike):
 
@@ -67,6 +73,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import socket
 import struct
 import sys
@@ -133,6 +140,74 @@ def echo_reply(request: dict) -> str:
     """The default reply: a valid JSON object {"echo": <the last user message>}."""
     users = [m for m in request.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
     return json.dumps({"echo": message_text(users[-1].get("content")) if users else ""})
+
+
+# OpenAI's structured outputs guide, "Supported schemas": the keywords strict mode accepts. Anything
+# else (minLength, maxLength, allOf, not, if/then/else, patternProperties, default, uniqueItems,
+# min/maxProperties...) is refused with a 400 before the model runs.
+STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
+    "definitions", "description", "title",
+    "pattern", "format",  # strings
+    "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",  # numbers
+    "minItems", "maxItems",  # arrays
+})
+STRING_BOUNDS = frozenset({"minLength", "maxLength"})
+STRICT_MAX_DEPTH = 10  # nesting levels of objects
+SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def strict_schema_errors(schema: Any, *, string_bounds: bool = False) -> list[str]:
+    """Why OpenAI would refuse `schema` in strict mode (empty when it would accept it).
+
+    The rules: the root is an object (not anyOf); every object lists every property in
+    ``required`` and sets ``additionalProperties: false``; only supported keywords appear; every
+    ``$ref`` resolves inside the schema; objects nest at most 10 deep."""
+    errors: list[str] = []
+    allowed = STRICT_KEYWORDS | (STRING_BOUNDS if string_bounds else frozenset())
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return ["the root schema must be an object, not anyOf or another type"]
+
+    def resolves(ref: str) -> bool:
+        node: Any = schema
+        for part in ref.removeprefix("#/").split("/") if ref.startswith("#/") else [None]:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return isinstance(node, dict)
+
+    def walk(node: Any, where: tuple[str, ...], depth: int) -> None:
+        if not isinstance(node, dict):
+            errors.append(f"In context={where}, a schema must be an object")
+            return
+        for key in node:
+            if key not in allowed:
+                errors.append(f"In context={where}, '{key}' is not permitted")
+        if "$ref" in node and not resolves(str(node["$ref"])):
+            errors.append(f"In context={where}, reference {node['$ref']} can't be resolved")
+        kind = node.get("type")
+        if kind == "object" or "properties" in node:
+            if depth > STRICT_MAX_DEPTH:
+                errors.append(f"In context={where}, objects nest more than {STRICT_MAX_DEPTH} levels")
+            if node.get("additionalProperties") is not False:
+                errors.append(f"In context={where}, 'additionalProperties' is required to be supplied and to be false")
+            properties = node.get("properties") or {}
+            missing = [name for name in properties if name not in (node.get("required") or [])]
+            if missing:
+                errors.append(f"In context={where}, 'required' is required to be supplied and to be an array "
+                              f"including every key in properties. Missing '{missing[0]}'")
+            for name, sub in properties.items():
+                walk(sub, (*where, "properties", name), depth + 1)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], (*where, "items"), depth)
+        for i, sub in enumerate(node.get("anyOf") or []):
+            walk(sub, (*where, "anyOf", str(i)), depth)
+        for defs in ("$defs", "definitions"):
+            for name, sub in (node.get(defs) or {}).items():
+                walk(sub, (*where, defs, name), depth)
+
+    walk(schema, (), 1)
+    return errors
 
 
 def error_body(message: str, type_: str, *, param: str | None = None, code: str | None = None) -> dict:
@@ -258,10 +333,12 @@ class ScriptedServer:
         reply: Callable[[dict], str | Reply] | None = None,
         *,
         json_schema: bool = True,
+        string_bounds: bool = False,
         model: str = "scripted",
     ) -> None:
         self.reply = reply or echo_reply
         self.json_schema = json_schema
+        self.string_bounds = string_bounds
         self.model = model
         self.requests: list[dict] = []  # every chat-completions body, in arrival order
         self.errors: list[BaseException] = []  # raised by the reply callable (or a handler bug)
@@ -379,6 +456,10 @@ class ScriptedServer:
             handler.send_json(400, error_body("response_format json_schema is not supported",
                                               "invalid_request_error", param="response_format"))
             return
+        refused = self._refused_format(response_format)
+        if refused:
+            handler.send_json(400, error_body(refused, "invalid_request_error", param="response_format"))
+            return
         if request.get("stream"):
             handler.send_json(400, error_body("stream is not supported by ScriptedServer",
                                               "invalid_request_error", param="stream"))
@@ -410,6 +491,18 @@ class ScriptedServer:
             handler.wfile.flush()
             return
         handler.send_bytes(200, body)
+
+    def _refused_format(self, response_format: Any) -> str:
+        """OpenAI's 400 for a json_schema response format it would not accept ("" when it would)."""
+        if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+            return ""
+        spec = response_format.get("json_schema")
+        if not isinstance(spec, dict) or not SCHEMA_NAME.match(str(spec.get("name", ""))):
+            return "Invalid 'response_format.json_schema.name': must match ^[a-zA-Z0-9_-]{1,64}$"
+        if spec.get("strict") is not True:
+            return ""
+        errors = strict_schema_errors(spec.get("schema"), string_bounds=self.string_bounds)
+        return f"Invalid schema for response_format '{spec['name']}': {errors[0]}." if errors else ""
 
     def _completion(self, request: dict, reply: Reply, number: int) -> dict:
         prompt = reply.prompt_tokens if reply.prompt_tokens is not None else count_words(request)

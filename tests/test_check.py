@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from documents import scripted_kbuildfile
+from model_replies import answer
 from openai_server import Reply, ScriptedServer
 
 from kbuild.cli import main
@@ -155,16 +156,15 @@ def test_a_model_link_to_a_missing_fact_is_sent_back_then_accepted_or_the_page_f
     answers = {"n": 0}
 
     def reply(request: dict) -> Reply:
-        schema = request["response_format"]["json_schema"]["name"]
-        if schema == "Rewrite":
+        got = answer(request)
+        if "rewrite" in got:
             answers["n"] += 1
             link = "[see](nowhere.md)" if answers["n"] == 1 or always_bad["on"] else "[see](text.md)"
-            return Reply(json.dumps({"text": f"A rewrite. {link}"}))
-        return Reply(json.dumps({"summary": "S.", "abstract": "A.", "statements": [], "requirements": [],
-                                 "unsupported": []}))
+            got["rewrite"] += f" {link}"
+        return Reply(json.dumps(got))
 
     always_bad = {"on": False}
-    with ScriptedServer(reply) as server:
+    with ScriptedServer(reply, string_bounds=True) as server:
         root = tmp_path
         (root / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url, validation_retries=2) + "max_calls = 1\n")
         (root / "doc.md").write_text("# Doc\n\nOne fact about the shop.\n")
@@ -172,8 +172,8 @@ def test_a_model_link_to_a_missing_fact_is_sent_back_then_accepted_or_the_page_f
         (root / "kb/p/sources.yml").write_text("sources:\n  - id: doc\n    path: doc.md\n")
         first = kbuild(root)
         assert first.exit_code == 0, first.output
-        rewrites = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "Rewrite"]
-        assert len(rewrites) == 2 and "links to a missing file: nowhere.md" in rewrites[1]["messages"][-1]["content"]
+        readings = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "ChunkReading"]
+        assert len(readings) == 2 and "links to a missing file: nowhere.md" in readings[1]["messages"][-1]["content"]
         fact = root / "kb/p/facts/doc/doc.md"
         assert "[see](text.md)" in fact.read_text()
         before = fact.read_text()
@@ -200,56 +200,60 @@ from kbuild.model.offline import OfflineBackend
 
 class Linky(OfflineBackend):
     '''An offline backend whose rewrites keep the source's links, as a careless model would.'''
-    async def rewrite(self, ctx, span, headings, title, figures, previous, check=None):
-        return span
+    async def read_chunk(self, ctx, span, *args, **kwargs):
+        return {**await super().read_chunk(ctx, span, *args, **kwargs), "rewrite": span}
 """
 
 
 def test_a_statement_with_a_number_its_fact_does_not_hold_is_refused_by_code(tmp_path):
     def reply(request: dict) -> Reply:
-        statement = {"text": "Refunds MUST be requested within 30 days.", "cites": [1]}
-        return Reply(json.dumps({"text": "A rewrite.", "summary": "S.", "abstract": "A.",
-                                 "statements": [statement], "requirements": [], "unsupported": []}))
+        got = answer(request)
+        if "statements" in got:  # a view on request: the model writes its statements
+            got["statements"] = [{"text": "Refunds MUST be requested within 30 days.", "cites": [1]}]
+        return Reply(json.dumps(got))
 
-    with ScriptedServer(reply) as server:
+    with ScriptedServer(reply, string_bounds=True) as server:
         (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url, validation_retries=1))
         (tmp_path / "payments.md").write_text(PAYMENTS)
         (tmp_path / "kb/p").mkdir(parents=True)
-        (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: payments\n    path: payments.md\n")
+        (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: payments\n    path: payments.md\n"
+                                                   "views:\n  - name: refunds\n    about: refunds requested\n")
         result = kbuild(tmp_path)
         assert result.exit_code == 1
         assert "says 30, which its facts do not" in result.output
         sent_back = [r for r in server.requests if "says 30, which its facts do not" in r["messages"][-1]["content"]]
         assert sent_back  # the model was asked again with the failure before the section failed
-        digest = tmp_path / "kb/p/artifacts/views/digest.md"
-        assert not digest.exists() or "within 30 days" not in digest.read_text()  # never written with it
+        view = tmp_path / "kb/p/artifacts/views/refunds.md"
+        assert not view.exists() or "within 30 days" not in view.read_text()  # never written with it
 
 
 def test_a_page_the_grounding_call_rejects_is_not_written_and_the_old_one_stays(tmp_path):
     reject = {"on": False}
 
     def reply(request: dict) -> Reply:
-        schema = request["response_format"]["json_schema"]["name"]
-        if schema == "Grounding":
+        got = answer(request)
+        if "rewrite" in got:  # a sentence in words the source does not use: code doubts it, the model decides
+            got["rewrite"] += "\n\nRefunds are handled by the finance team."
+        if "unsupported" in got:
             asked = request["messages"][1]["content"]
-            bad = reject["on"] and "Refunds are due" in asked
-            return Reply(json.dumps({"unsupported": ["Refunds are due within 90 days."] if bad else []}))
-        return Reply(json.dumps({"text": "A rewrite.", "summary": "S.", "abstract": "A.", "requirements": [],
-                                 "statements": [{"text": "Refunds are due within 90 days.", "cites": [1]}]}))
+            got["unsupported"] = [1] if reject["on"] and "[1] Refunds are handled by the finance team." in asked else []
+        return Reply(json.dumps(got))
 
-    with ScriptedServer(reply) as server:
+    with ScriptedServer(reply, string_bounds=True) as server:
         (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url))
         (tmp_path / "payments.md").write_text(PAYMENTS)
         (tmp_path / "kb/p").mkdir(parents=True)
         (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: payments\n    path: payments.md\n")
         assert kbuild(tmp_path).exit_code == 0
-        digest = tmp_path / "kb/p/artifacts/views/digest.md"
-        before = digest.read_text()
+        grounding = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "Grounding"]
+        assert grounding and all("finance team" in r["messages"][1]["content"] for r in grounding)
+        fact = tmp_path / "kb/p/facts/payments/payments.md"
+        before = fact.read_text()
         assert kbuild(tmp_path, "check").exit_code == 0
         reject["on"] = True
-        (tmp_path / "payments.md").write_text(PAYMENTS + "\nA late note.\n")
+        (tmp_path / "payments.md").write_text(PAYMENTS.replace("the whole amount", "the whole amount, in EUR"))
         result = kbuild(tmp_path)
         assert result.exit_code == 1
-        assert "its facts do not support \"Refunds are due within 90 days.\"" in result.output
-        assert digest.read_text() == before
+        assert "\"Refunds are handled by the finance team.\" is not supported by its sources" in result.output
+        assert fact.read_text() == before
         assert kbuild(tmp_path, "check").exit_code == 1  # and CI says so until it is fixed

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from openai_server import Fault, Reply, ScriptedServer
+from model_replies import faithful_reply
+from openai_server import Fault, Reply, ScriptedServer, strict_schema_errors
 
 from kbuild.cli import main
 from kbuild.model.openai_backend import OpenAIBackend
@@ -40,11 +41,8 @@ A daily report lists every payment and refund. It is sent at 06:00 UTC to the fi
 
 
 def answer(request: dict) -> Reply:
-    """Valid JSON for whichever schema was asked: the keys of every task's schema."""
-    return Reply(json.dumps({"text": "A rewrite.", "summary": "A summary.", "abstract": "An abstract.",
-                             "statements": [{"text": "A statement.", "cites": [1]}], "requirements": [],
-                             "unsupported": []}),
-                 prompt_tokens=100, completion_tokens=10)
+    """A faithful answer to whichever question was asked, with fixed token counts."""
+    return Reply(faithful_reply(request).content, prompt_tokens=100, completion_tokens=10)
 
 
 def project(tmp_path: Path, server: ScriptedServer, max_calls: int = 4, **settings) -> Path:
@@ -68,21 +66,23 @@ def report(root: Path) -> tuple[int, dict]:
 
 
 def test_structured_calls_are_cached_and_accounted(tmp_path):
-    with ScriptedServer(answer) as server:
+    with ScriptedServer(answer, string_bounds=True) as server:
         root = project(tmp_path, server)
         code, first = report(root)
         assert code == 0, first
         calls = len(server.requests)
-        assert calls >= 8  # rewrites and summaries of 3 chunks, a source summary, an abstract, view sections
+        names = [r["response_format"]["json_schema"]["name"] for r in server.requests]
+        # one reading per chunk (3 chunks), the summaries above them; default views are code's
+        assert names.count("ChunkReading") == 3 and "Section" not in names, names
         assert all(r["response_format"]["type"] == "json_schema" for r in server.requests)
         assert all("<source>" in r["messages"][1]["content"] for r in server.requests)
         view = (root / "kb/pay/artifacts/views/digest.md").read_text()
-        assert "- A statement. ([" in view  # the model cites by number; the link is code's
+        assert "- Refunds are allowed within 90 days. ([" in view  # the picked sentence, the link code's
         assert first["counters"]["tokens in"] == 100 * calls
         assert first["counters"]["tokens out"] == 10 * calls
         assert math.isclose(first["counters"]["cost USD"], calls * (100 * 1.0 + 10 * 2.0) / 1e6)
         fact = next((root / "kb/pay/facts/doc").glob("refunds*.md")).read_text()
-        assert "A rewrite." in fact and "written by scripted" in fact
+        assert fact.count("Refunds are allowed within 90 days.") == 2 and "written by scripted" in fact
         code, second = report(root)
         assert code == 0 and len(server.requests) == calls  # a second build sends nothing
         (root / "doc.md").write_text(DOC.replace("90 days", "60 days"))
@@ -97,8 +97,63 @@ def test_structured_calls_are_cached_and_accounted(tmp_path):
         code, fourth = report(root)
         assert code == 0 and len(server.requests) == calls and fourth["calls"] == 0 and fourth["cache_hits"] >= calls
         logs = kbuild(root, "logs", "-n", "100").output
-        assert logs.count("rewrite") >= 3 and " cache " in logs
-        assert "A statement." in kbuild(root, "logs", "-n", "1", "--full").output
+        assert logs.count("reading") >= 3 and " cache " in logs
+        full = kbuild(root, "logs", "-n", "1", "--full").output
+        assert "[response_format]" in full and '"strict": true' in full and "[parameters]" in full
+
+
+def test_every_schema_kbuild_sends_is_one_openai_accepts_in_strict_mode(tmp_path):
+    """The scripted server refuses what OpenAI refuses; a build against it never leaves
+    structured outputs, and every schema it was sent passes OpenAI's strict rules."""
+    with ScriptedServer(answer) as server:
+        root = project(tmp_path, server)
+        (root / "kb/pay/sources.yml").write_text("sources:\n  - id: doc\n    path: doc.md\nviews:\n"
+                                                 "  - name: refunds\n    about: refunds and their limits\n"
+                                                 "specs:\n  - name: refunding\n    view: refunds\n")
+        result = kbuild(root)
+        assert result.exit_code == 0, result.output
+        sent = [r["response_format"] for r in server.requests]
+        accepted = [f for f in sent if f["type"] == "json_schema"]
+        assert {f["json_schema"]["name"] for f in accepted} >= {"ChunkReading", "SourceSummary", "Abstract",
+                                                                  "Section", "Spec"}
+        # the calls in flight when the server first refused string bounds had them; no other
+        bounded = [f for f in accepted if strict_schema_errors(f["json_schema"]["schema"])]
+        assert 1 <= len(bounded) <= 4 and sent[0] in bounded
+        assert sent[0]["json_schema"]["schema"]["properties"]["rewrite"]["maxLength"] > 0
+        for fmt in accepted:
+            assert fmt["json_schema"]["strict"] is True
+            assert strict_schema_errors(fmt["json_schema"]["schema"], string_bounds=fmt in bounded) == [], fmt
+        assert "refused bounded response formats" in result.output and "sending strict" in result.output
+        assert all(f["type"] == "json_schema" for f in sent)  # never JSON mode
+        reading = next(f for f in accepted if f not in bounded and f["json_schema"]["name"] == "ChunkReading")
+        assert reading["json_schema"]["schema"]["properties"]["digest"]["maxItems"] == 3  # bounds OpenAI takes
+
+
+def test_a_server_that_takes_string_bounds_gets_them_and_each_call_a_sized_budget(tmp_path):
+    with ScriptedServer(answer, string_bounds=True) as server:
+        root = project(tmp_path, server)
+        result = kbuild(root)
+        assert result.exit_code == 0, result.output and "refused" not in result.output
+        readings = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "ChunkReading"]
+        bounds = [r["response_format"]["json_schema"]["schema"]["properties"]["summary"]["maxLength"] for r in readings]
+        assert bounds and all(b > 0 for b in bounds)
+        budgets = sorted(r["max_tokens"] for r in server.requests)
+        assert budgets[0] < budgets[-1]  # sized per task from its input, not one number for all
+
+
+def test_the_openai_sdks_strict_form_and_the_scripted_servers_rules_agree():
+    from pydantic import BaseModel
+
+    from kbuild.model.openai_backend import Section, sent_schema
+
+    class Loose(BaseModel):
+        name: str
+        tags: list[str] = []
+
+    assert strict_schema_errors(Loose.model_json_schema())  # what _strict() sent: refused
+    assert strict_schema_errors(sent_schema(Section, "strict", {})) == []
+    assert strict_schema_errors(sent_schema(Section, "bounded", {})) != []  # maxLength: not for OpenAI
+    assert strict_schema_errors(sent_schema(Section, "bounded", {}), string_bounds=True) == []
 
 
 def test_a_server_without_json_schema_gets_json_mode(tmp_path):
@@ -106,10 +161,10 @@ def test_a_server_without_json_schema_gets_json_mode(tmp_path):
         root = project(tmp_path, server)
         result = kbuild(root)
         assert result.exit_code == 0, result.output
-        assert "refused json_schema response formats; using JSON mode" in result.output
+        assert "refused strict response formats" in result.output and "sending json_object" in result.output
         modes = [r["response_format"]["type"] for r in server.requests]
         assert modes[0] == "json_schema"
-        assert modes.count("json_schema") <= 4  # only the calls in flight when the server refused it
+        assert modes.count("json_schema") <= 8  # only the calls in flight when the server refused each
         assert "The JSON schema" in server.requests[-1]["messages"][-1]["content"]
 
 
@@ -117,7 +172,7 @@ def test_a_server_without_json_schema_gets_json_mode(tmp_path):
                                    Fault("reset"), Fault("truncated"), Fault("invalid_json"),
                                    Fault("timeout", delay=3)])
 def test_each_fault_is_retried(tmp_path, fault):
-    with ScriptedServer(answer) as server:
+    with ScriptedServer(answer, string_bounds=True) as server:
         root = project(tmp_path, server, max_calls=1, timeout=1)
         server.fail_next(fault)
         result = kbuild(root)
@@ -126,7 +181,7 @@ def test_each_fault_is_retried(tmp_path, fault):
 
 
 def test_a_server_that_keeps_failing_fails_pages_cleanly_and_only_they_are_asked_again(tmp_path):
-    with ScriptedServer(answer) as server:
+    with ScriptedServer(answer, string_bounds=True) as server:
         root = project(tmp_path, server, max_calls=1, max_retries=1)
         server.fail_next(*[Fault("500")] * 2)  # the first call and its one retry
         result = kbuild(root)
@@ -137,7 +192,8 @@ def test_a_server_that_keeps_failing_fails_pages_cleanly_and_only_they_are_asked
         asked = len(server.requests)
         result = kbuild(root)
         assert result.exit_code == 0, result.output
-        assert len(server.requests) - asked <= 4  # the failed call, and what was built on it
+        again = [r.get("response_format", {}).get("json_schema", {}).get("name", "judge") for r in server.requests[asked:]]
+        assert again.count("ChunkReading") == 1 and len(again) <= 5, again  # the failed call, and what was built on it
 
 
 def test_a_reply_that_does_not_fit_is_asked_again_with_the_error(tmp_path):
@@ -146,7 +202,7 @@ def test_a_reply_that_does_not_fit_is_asked_again_with_the_error(tmp_path):
     def reply(request: dict) -> Reply:
         return next(bad, None) or answer(request)
 
-    with ScriptedServer(reply) as server:
+    with ScriptedServer(reply, string_bounds=True) as server:
         root = project(tmp_path, server, max_calls=1)
         assert kbuild(root).exit_code == 0
         retried = [r for r in server.requests if "did not fit the schema or failed a check" in r["messages"][-1]["content"]]
@@ -161,14 +217,14 @@ def test_replies_that_never_fit_fail_the_page_cleanly(tmp_path):
         root = project(tmp_path, server, max_calls=1, validation_retries=1)
         result = kbuild(root)
         assert result.exit_code == 1
-        assert "did not fit the rewrite schema or failed its checks after 2 tries" in result.output
+        assert "did not fit the reading schema or failed its checks after 2 tries" in result.output
 
 
 def test_calls_in_flight_never_exceed_the_limit(tmp_path):
     def slow(request: dict) -> Reply:
         return Reply(answer(request).content, delay=0.2)
 
-    with ScriptedServer(slow) as server:
+    with ScriptedServer(slow, string_bounds=True) as server:
         root = project(tmp_path, server, max_calls=2)
         assert kbuild(root).exit_code == 0
         assert server.max_in_flight == 2
@@ -208,7 +264,7 @@ def test_no_key_and_no_base_url_means_the_offline_backend_said_once(tmp_path, mo
 def test_a_vision_model_puts_each_table_and_figure_into_words_once(tmp_path):
     from documents import three_page_pdf
 
-    with ScriptedServer(answer) as server:
+    with ScriptedServer(answer, string_bounds=True) as server:
         root = project(tmp_path, server, vision=True)
         (root / "report.pdf").write_bytes(three_page_pdf())
         (root / "kb/pay/sources.yml").write_text("sources:\n  - id: report\n    path: report.pdf\n")

@@ -155,7 +155,6 @@ def test_bad_requests_are_refused_with_a_clear_line(store):
 
 DOUBTING = '''
 import json
-from collections import Counter
 from pathlib import Path
 from kbuild.model.offline import OfflineBackend
 from kbuild.rules import knowledge_base
@@ -164,20 +163,20 @@ ROOT = Path(__file__).parent
 
 
 class Doubting(OfflineBackend):
-    """Offline answers, with every grounding question written down (which query asked, with which
-    fact texts); once a file "doubt" exists, the user view adds a word to each statement and the
-    grounding rejects every statement that carries it."""
+    """Offline answers, with every grounding question written down (which query asked, about
+    which sentences, with which evidence); once a file "doubt" exists, a view on request adds a
+    word to each statement and the grounding rejects every statement that carries it."""
 
     async def write_section(self, ctx, kind, about, title, facts, check=None):
         statements = await super().write_section(ctx, kind, about, title, facts, check)
-        if kind == "user" and (ROOT / "doubt").exists():
+        if (ROOT / "doubt").exists():
             statements = [{**st, "text": "Surely, " + st["text"]} for st in statements]
         return statements
 
-    async def ground(self, ctx, page, sources):
+    async def ground(self, ctx, doubts):
         with open(ROOT / "grounding.jsonl", "a") as log:
-            log.write(json.dumps({"query": ctx.query_id, "page": page, "sources": sources}) + "\\n")
-        return [line for line in page.splitlines() if line.startswith("Surely, ")]
+            log.write(json.dumps({"query": ctx.query_id, "doubts": [[d.sentence, list(d.evidence)] for d in doubts]}) + "\\n")
+        return [n for n, d in enumerate(doubts) if d.sentence.startswith("Surely, ")]
 
 
 kb = knowledge_base(ROOT, backend=Doubting(), floor_tokens=15, cap_tokens=40)
@@ -189,63 +188,53 @@ before_build = kb.before_build
 
 @pytest.fixture
 def doubting(tmp_path: Path) -> Path:
-    """A store of the three sources, default views only, whose backend logs its grounding calls."""
+    """A store of the three sources and one view on request, whose backend logs its grounding calls."""
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     (tmp_path / "Kbuildfile.py").write_text(DOUBTING)
     for name, text in [("payments.md", PAYMENTS), ("operations.md", OPERATIONS), ("api.md", API)]:
         (tmp_path / name).write_text(text)
         assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    assert kbuild(tmp_path, "view", "add", "shop", "refunds", "--about", "refund requests and their time limit").exit_code == 0
     result = kbuild(tmp_path)
     assert result.exit_code == 0, result.output
     return tmp_path
 
 
 def grounding_calls(root: Path) -> list[dict]:
-    return [json.loads(line) for line in (root / "grounding.jsonl").read_text().splitlines()]
+    path = root / "grounding.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_each_fact_text_goes_to_the_grounding_model_once_per_group_across_the_default_views(doubting):
-    calls = [c for c in grounding_calls(doubting) if not c["query"].startswith("fact(")]  # fact pages: their own
-    sent = Counter(text for c in calls for text in c["sources"])
-    assert sent and max(sent.values()) == 1, [t[:40] for t, n in sent.items() if n > 1]
-    asked = {line for c in calls for line in c["page"].splitlines()}
-    statements = [line for name in ["digest", "user", "developer"]
-                  for line in (views(doubting) / f"{name}.md").read_text().splitlines() if line.startswith("- ")]
-    assert len(statements) >= 8
-    for line in statements:  # every statement on a page was asked about, once for all the views saying it
-        assert re.sub(r" \(\[.*$", "", line[2:]) in asked, line
-    assert sum(c["page"].splitlines().count(s) for c in calls for s in set(c["page"].splitlines())) == \
-        sum(len(set(c["page"].splitlines())) for c in calls)  # and no statement twice in one question
+def test_default_views_say_the_sentences_their_facts_readings_picked_word_for_word_with_no_call(doubting):
+    assert grounding_calls(doubting) == []  # nothing to ask: every sentence is its source's own
+    for name in ["digest", "user", "developer"]:
+        lines = [line for line in (views(doubting) / f"{name}.md").read_text().splitlines() if line.startswith("- ")]
+        assert lines, name
+        for line in lines:
+            statement = re.sub(r" \(\[.*$", "", line[2:])
+            cited = re.findall(r"\]\(([^)]+)\)", line)
+            fact = (views(doubting) / cited[0]).resolve().read_text()
+            original = fact.split("## Original", 1)[1].split("## Rewritten", 1)[0]
+            assert statement in " ".join(original.split()), (name, statement)
 
 
-def test_a_default_view_the_grounding_rejects_fails_alone_and_keeps_its_previous_page(doubting):
-    before = {name: (views(doubting) / f"{name}.md").read_text() for name in ["digest", "user", "developer"]}
-    assert "within 90 days" in before["digest"] and "within 90 days" in before["user"]
+def test_a_view_on_request_is_grounded_against_the_sentences_it_cites_and_fails_alone(doubting):
+    before = (views(doubting) / "refunds.md").read_text()
+    assert "within 90 days" in before
     (doubting / "doubt").write_text("")
     (doubting / "payments.md").write_text(PAYMENTS.replace("within 90 days", "within 60 days"))
     result = kbuild(doubting)
     assert result.exit_code == 1
-    assert "shop/views/user, section Payments" in result.output
-    assert "its facts do not support \"Surely, Refunds MUST be requested within 60 days" in result.output
-    assert "views/digest" not in result.output and "views/developer" not in result.output
-    assert (views(doubting) / "user.md").read_text() == before["user"]  # the previous page stays whole
-    assert "Surely" not in (views(doubting) / "user.md").read_text()
-    digest = (views(doubting) / "digest.md").read_text()
-    assert "within 60 days" in digest and "Surely" not in digest  # the other views are built
+    assert "shop/views/refunds, section Payments" in result.output and "Surely, Refunds MUST" in result.output
+    assert "views/digest" not in result.output and "views/user" not in result.output
+    assert (views(doubting) / "refunds.md").read_text() == before  # the previous page stays whole
+    assert "within 60 days" in (views(doubting) / "digest.md").read_text()  # the other views are built
+    asked = [c for c in grounding_calls(doubting) if c["query"].startswith("view_section(")]
+    assert asked
+    for call in asked:  # each doubt went with the few sentences closest to it, not whole facts
+        for sentence, evidence in call["doubts"]:
+            assert 1 <= len(evidence) <= 3 and all(len(e) < 200 for e in evidence)
     (doubting / "doubt").unlink()
     (doubting / "payments.md").write_text(PAYMENTS.replace("within 90 days", "within 45 days"))
     assert kbuild(doubting).exit_code == 0
-    assert "within 45 days" in (views(doubting) / "user.md").read_text()
-
-
-def test_an_unsupported_claim_belongs_to_the_statements_it_quotes_or_else_to_all():
-    from kbuild.rules.artifacts import _claim_owners
-
-    said = ["Refunds MUST be requested within 90 days.", "The service runs in two regions."]
-    assert _claim_owners("refunds must be requested within 90 days", said) == said[:1]
-    assert _claim_owners("The service runs in two regions", said) == said[1:]
-    assert _claim_owners("Refunds MUST be requested within 90 days. The service runs in two regions.", said) == said
-    assert _claim_owners("It runs in two regions, the service", said) == said[1:]
-    assert _claim_owners("Payments are free.", said) == said  # placed nowhere: every statement fails
-    assert _claim_owners("Surely, the service runs in two regions.", [*said, "Surely, the service runs in two regions."]) \
-        == ["Surely, the service runs in two regions."]  # word for word first, not every statement inside it
+    assert "within 45 days" in (views(doubting) / "refunds.md").read_text()

@@ -1,27 +1,153 @@
-"""Code checks of a statement against the facts it cites, before any model is asked.
+"""Code checks of written text against its sources, before any model is asked.
 
-A number or RFC 2119 keyword that a statement states must appear in what it cites: a model that
-writes "within 30 days" from a fact that says 90, or SHALL where the fact says SHOULD, is caught
-here, for free.
+A number, RFC 2119 keyword, identifier or quoted term that a sentence states must appear in its
+sources: a model that writes "within 30 days" from a source that says 90, or SHALL where it says
+SHOULD, is caught here, for free (`unsupported`).
+
+`triage` goes further, sentence by sentence, so that the grounding model is asked only where code
+cannot decide: a sentence that states a hard fact its sources lack is refused outright; one whose
+words all come from the sources and whose requirement words and numbers match its closest source
+sentences passes; every other sentence is a doubt, sent to the model with the few source
+sentences that match it best, not with the whole source.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from kbuild.model.offline import STOPWORDS
+from kbuild.search import tokens
+from kbuild.slicing import split_sentences
 
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 KEYWORD = re.compile(r"\b(MUST NOT|SHALL NOT|SHOULD NOT|MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED|OPTIONAL)\b")
+# A code name: `quoted`, or a word joined by _ or . or written in camelCase
+IDENTIFIER = re.compile(r"``([^`\n]+)``|`([^`\n]+)`|\b([A-Za-z]+(?:[_.][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
+QUOTED = re.compile(r"[\"“]([^\"”\n]{3,80})[\"”]")
+# Words that turn a statement's force or truth: a rewrite that adds, drops or swaps one says
+# something else, even with every other word the source's
+FORCE = frozenset(tokens(
+    "must shall should may might can cannot required optional recommended not never no nor without only always "
+    "forbidden allowed deprecated discouraged "
+    # direction and degree: "before" for "after", "at most" for "at least"
+    "before after above below more less fewer most least greater smaller larger higher lower earlier later "
+    "increase decrease enable disable include exclude "
+    # numbers in words, which the number check does not see
+    "zero one two three four five six seven eight nine ten eleven twelve twenty hundred thousand million "
+    "single double once twice half first second third last"))
+EVIDENCE = 3  # source sentences shown to the model per doubt
 
 
 def _numbers(text: str) -> list[str]:
     return [n.replace(",", "").rstrip(".") for n in NUMBER.findall(text)]
 
 
+def _identifiers(text: str) -> list[str]:
+    return [a or b or c for a, b, c in IDENTIFIER.findall(text)]
+
+
+def _flat(text: str) -> str:
+    """Text as compared letter for letter: white space folded, emphasis and code marks dropped
+    (a rewrite may set `name` where its source set name, or *word* where it set word)."""
+    return " ".join(text.replace("`", "").replace("*", "").split())
+
+
 def unsupported(statement: str, cited: list[str]) -> list[str]:
-    """The numbers and requirement keywords of `statement` that none of the cited texts contains
-    (empty when the statement passes)."""
+    """The numbers, requirement keywords, code names and quoted terms of `statement` that none of
+    the cited texts contains (empty when the statement passes)."""
     sources = "\n".join(cited)
+    flat = _flat(sources)
     numbers = set(_numbers(sources))
     keywords = set(KEYWORD.findall(sources))
     missing = [n for n in dict.fromkeys(_numbers(statement)) if n not in numbers]
     missing += [k for k in dict.fromkeys(KEYWORD.findall(statement)) if k not in keywords]
+    missing += [f"`{name}`" for name in dict.fromkeys(_identifiers(statement)) if _flat(name) not in flat]
+    missing += [f"\"{term}\"" for term in dict.fromkeys(QUOTED.findall(statement)) if _flat(term) not in flat]
     return missing
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """A sentence code could not clear, with the source sentences closest to it."""
+
+    sentence: str
+    evidence: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class Triage:
+    refused: tuple[tuple[str, str], ...]  # (sentence, why): unsupported on code's word alone
+    doubts: tuple[Doubt, ...]  # for the grounding model
+    passed: int  # sentences code cleared
+
+
+def _content(text: str) -> set[str]:
+    return {t for t in tokens(text) if t not in STOPWORDS and not t.isdigit()}
+
+
+MD_LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)\)")  # a target has no spaces: `f[T](x: T)` is code
+HEADING = re.compile(r"^#{1,6}\s+", re.M)
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
+
+
+def sentences_of(text: str) -> list[str]:
+    """A text's statements, as written: code spans and quotes kept (they are checked letter for
+    letter), a link's words without its target (links have a guardrail of their own). A fenced
+    block is one statement, its body as it stands."""
+    blocks = [m.group(2).strip() for m in FENCE.finditer(text)]
+    plain = HEADING.sub("", MD_LINK.sub(r"\1", FENCE.sub("\n\n", text)))
+    return [s for s in split_sentences(plain) if any(ch.isalnum() for ch in s)] + [b for b in blocks if b]
+
+
+def triage(text: str, sources: list[str], framing: str = "") -> Triage:
+    """Sort the sentences of `text` into refused, doubtful and passed against `sources`.
+
+    `framing` (a title, the headings) may be named without a source sentence saying it."""
+    source_sentences = [s for source in sources for s in sentences_of(source)] or [""]
+    known = " ".join([*sources, framing])
+    vocabulary = _content(known)
+    bags = [(_content(s), set(tokens(s)) & FORCE, set(_numbers(s))) for s in source_sentences]
+    refused: list[tuple[str, str]] = []
+    doubts: list[Doubt] = []
+    passed = 0
+    blocks = {m.group(2).strip() for m in FENCE.finditer(text)}
+    flat_known = _flat(known)
+    for sentence in dict.fromkeys(sentences_of(text)):
+        if sentence in blocks:  # code is copied, not rewritten: a block the sources lack is a doubt
+            if _flat(sentence) in flat_known:
+                passed += 1
+            else:
+                doubts.append(Doubt(sentence, (), "a block of code or text the sources do not hold as it stands"))
+            continue
+        hard = unsupported(sentence, [known])
+        if hard:
+            refused.append((sentence, f"says {', '.join(hard)}, which its sources do not"))
+            continue
+        words = _content(sentence)
+        ranked = sorted(range(len(bags)), key=lambda i: (-len(words & bags[i][0]), i))[:EVIDENCE]
+        evidence = tuple(source_sentences[i] for i in ranked)
+        near_force = set().union(*(bags[i][1] for i in ranked))
+        near_numbers = set().union(*(bags[i][2] for i in ranked))
+        why = []
+        new_words = sorted(words - vocabulary)
+        if new_words:
+            why.append("words its sources do not use: " + ", ".join(new_words[:5]))
+        said_force = set(tokens(sentence)) & FORCE
+        added = said_force - near_force
+        if added:
+            why.append("force words its closest source sentences lack: " + ", ".join(sorted(added)))
+        # a source sentence this one restates: most of the words of each are the other's
+        restated = [bags[i] for i in ranked
+                    if words and len(words & bags[i][0]) >= 0.6 * max(len(words), len(bags[i][0]))]
+        dropped = set().union(*(force for _, force, _ in restated)) - said_force
+        if dropped:
+            why.append("drops force words of the source sentence it restates: " + ", ".join(sorted(dropped)))
+        numbers = set(_numbers(sentence)) - near_numbers
+        if numbers:
+            why.append("numbers its closest source sentences lack: " + ", ".join(sorted(numbers)))
+        if why:
+            doubts.append(Doubt(sentence, evidence, "; ".join(why)))
+        else:
+            passed += 1
+    return Triage(tuple(refused), tuple(doubts), passed)

@@ -33,11 +33,12 @@ RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 MD_HEADING = re.compile(r"^#{1,6}\s+")
 DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::.*$")
 RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
-MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")  # a target has no spaces: `f[T](x: T)` is code
 RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
 EMPHASIS = re.compile(r"(\*\*|__|\*|``|`)(?=\S)(.+?)(?<=\S)\1")
 HTML_COMMENT = re.compile(r"<!--.*?-->")
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
 
 
 def _inline(line: str) -> str:
@@ -123,6 +124,14 @@ def clean(text: str, prose_only: bool = False) -> str:
             current.append(words)
     flush()
     return "\n\n".join(paragraphs)
+
+
+def prose_sentences(span: str) -> list[str]:
+    """Whole statements of a span's prose: no list markers, no lead-ins to a block that is not there.
+
+    What views select from and cite: a view's statement is one of these, word for word."""
+    found = (LIST_MARK.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
+    return [s for s in found if not s.endswith(":")]
 
 
 def _terms(sentence: str) -> list[str]:
@@ -229,12 +238,11 @@ class OfflineBackend:
         """What decides this backend's answers: part of the fingerprint of every rule that asks."""
         return (sys.modules[__name__], slicing)
 
-    async def rewrite(self, ctx: object, span: str, headings: list[str], title: str,
-                      figures: dict[str, str], previous: str, check: object = None) -> str:
-        return rewrite(span, headings, title, figures)
-
-    async def summarise_chunk(self, ctx: object, span: str, headings: list[str], previous: str) -> str:
-        return summarise(span, 2)
+    async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
+                         previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:
+        prose = [{"ref": "", "sentences": prose_sentences(span)}]
+        return {"rewrite": rewrite(span, headings, title, figures), "summary": summarise(span, 2),
+                "picks": {view: [str(st["text"]) for st in select_statements(view, prose)][:picks] for view in views}}
 
     async def describe_figure(self, ctx: object, png: bytes, nearby: str, name: str, title: str) -> str:
         return nearby  # the converter's text: the caption and what stands around the figure
@@ -246,8 +254,8 @@ class OfflineBackend:
                             check: object = None) -> list[dict[str, object]]:
         return select_statements(kind, facts)  # sentences of the facts themselves: checked by the rule
 
-    async def ground(self, ctx: object, page: str, sources: list[str]) -> list[str]:
-        return []  # every sentence is the sources' own; the code checks are the whole check
+    async def ground(self, ctx: object, doubts: object) -> list[int]:
+        return []  # no judge here: what code refuses is the whole check (its rewrites are the sources' words)
 
     async def write_spec(self, ctx: object, name: str, statements: list[dict[str, object]]) -> list[dict[str, object]]:
         return select_requirements(statements)

@@ -14,43 +14,44 @@ minute by aiolimiter.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import time
+import urllib.parse
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import openai
 from aiolimiter import AsyncLimiter
-from pydantic import BaseModel, ValidationError
+from openai.lib._pydantic import to_strict_json_schema
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..engine import Problem
 from .calllog import CallLog
 from .settings import ModelSettings
 
+if TYPE_CHECKING:
+    from ..checks.grounding import Doubt
+
 MALFORMED_BODY_RETRIES = 2
 
 
-TEMPLATES = {"rewrite": "rewrite.md", "chunk summary": "chunk-summary.md", "source summary": "source-summary.md",
-             "abstract": "abstract.md", "figure": "figure.md", "view": "view.md", "spec": "spec.md",
-             "grounding": "ground.md"}
-
-
-class Rewrite(BaseModel):
-    text: str
-
-
-class ChunkSummary(BaseModel):
-    summary: str
+TEMPLATES = {"reading": "read.md", "source summary": "source-summary.md", "abstract": "abstract.md",
+             "figure": "figure.md", "view": "view.md", "spec": "spec.md", "grounding": "ground.md"}
+EXAMPLES = {"reading": "read.example.json"}  # a worked example, sent as an earlier turn
+SUMMARY_CHARS = 600  # a summary is one or two sentences
+QUOTE_CHARS = 300  # a sentence picked for a view, quoted
+STATEMENT_CHARS = 400
 
 
 class SourceSummary(BaseModel):
-    summary: str
+    summary: Annotated[str, Field(max_length=SUMMARY_CHARS * 2)]
 
 
 class Abstract(BaseModel):
-    abstract: str
+    abstract: Annotated[str, Field(max_length=SUMMARY_CHARS * 2)]
 
 
 class FigureText(BaseModel):
@@ -58,26 +59,56 @@ class FigureText(BaseModel):
 
 
 class Statement(BaseModel):
-    text: str
-    cites: list[int]
+    text: Annotated[str, Field(max_length=STATEMENT_CHARS)]
+    cites: Annotated[list[int], Field(max_length=8)]
 
 
 class Section(BaseModel):
-    statements: list[Statement]
+    statements: Annotated[list[Statement], Field(max_length=12)]
 
 
 class Requirement(BaseModel):
-    statement: str
-    acceptance: str
-    cites: list[int]
+    statement: Annotated[str, Field(max_length=STATEMENT_CHARS)]
+    acceptance: Annotated[str, Field(max_length=STATEMENT_CHARS)]
+    cites: Annotated[list[int], Field(max_length=8)]
 
 
 class Spec(BaseModel):
-    requirements: list[Requirement]
+    requirements: Annotated[list[Requirement], Field(max_length=40)]
 
 
 class Grounding(BaseModel):
-    unsupported: list[str]
+    unsupported: list[int]
+
+
+@functools.lru_cache(maxsize=None)
+def reading_schema(views: tuple[str, ...], picks: int) -> type[BaseModel]:
+    """The one reply per chunk: its rewrite, its summary, and its sentences for each default view."""
+    quotes = Annotated[list[Annotated[str, Field(max_length=QUOTE_CHARS)]], Field(max_length=picks)]
+    fields: dict[str, Any] = {"rewrite": (str, ...), "summary": (Annotated[str, Field(max_length=SUMMARY_CHARS)], ...)}
+    fields.update({view: (quotes, ...) for view in views})
+    return create_model("ChunkReading", **fields)
+
+
+DATA_MARK = "<!-- data"
+EVIDENCE_CHARS = 500  # a source sentence shown to the grounding model (a code block is one "sentence")
+
+
+def split_template(template: str) -> tuple[str, str]:
+    """A prompt template's task (sent once, in the system message) and its data (sent with each
+    question; a worked example repeats only this part)."""
+    if DATA_MARK not in template:
+        return "", template
+    task, _, rest = template.partition(DATA_MARK)
+    return task.strip(), rest.split("-->", 1)[1].lstrip("\n")
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0] + " …"
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // 3 + 1  # a safe side of the usual 4 characters a token: a budget, not a bill
 
 
 def prompt_path(name: str) -> Path:
@@ -97,12 +128,12 @@ class OpenAIBackend:
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
         self.label = f"written by {settings.model} (model output, checked against its sources)"
-        self.mode = "json_schema"  # until the server refuses it
+        self.mode = first_mode(settings.base_url)  # until the server refuses it
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: object = None
         self._requests = AsyncLimiter(settings.requests_per_minute, 60) if settings.requests_per_minute else None
         self._tokens = AsyncLimiter(settings.tokens_per_minute, 60) if settings.tokens_per_minute else None
-        self.notices: list[str] = []
+        self._judge_off = False
 
     # -- what goes into fingerprints -------------------------------------------------------
 
@@ -118,32 +149,47 @@ class OpenAIBackend:
         return (sys.modules[__name__],)
 
     def prompts(self, task: str) -> list[Path]:
-        return [prompt_path("system.md"), prompt_path(TEMPLATES[task])]
+        return [prompt_path("system.md"), prompt_path(TEMPLATES[task]),
+                *([prompt_path(EXAMPLES[task])] if task in EXAMPLES else [])]
 
     # -- the questions the rules ask ---------------------------------------------------------
 
-    async def rewrite(self, ctx: Any, span: str, headings: list[str], title: str,
-                      figures: dict[str, str], previous: str, check: Callable[[str], list[str]] | None = None) -> str:
+    async def read_chunk(self, ctx: Any, span: str, headings: list[str], title: str, figures: dict[str, str],
+                         previous: str, views: dict[str, str], picks: int,
+                         check: Callable[[dict[str, str]], list[str]] | None = None) -> dict[str, Any]:
+        """One call per chunk: its rewrite, its summary and, for each view (name: purpose), the
+        chunk's sentences that belong in it, quoted. `check` is the code guardrail of the rewrite
+        and summary. String lengths bound the reply both ways where the server takes them: a
+        small model can neither run away inside a string nor answer with nothing."""
         figure_text = "\n\n".join(f"{name}:\n{text}" for name, text in figures.items()) or "(none)"
-        reply = await self.ask(ctx, "rewrite", "rewrite.md", Rewrite, check=(lambda r: check(r.text)) if check else None,
-                               title=title,
-                               where=" › ".join([title, *headings]), previous=untrusted(previous) or "(none)",
-                               figures=untrusted(figure_text), chunk=untrusted(span))
-        return reply.text
-
-    async def summarise_chunk(self, ctx: Any, span: str, headings: list[str], previous: str) -> str:
-        reply = await self.ask(ctx, "chunk summary", "chunk-summary.md", ChunkSummary, title=headings[0] if headings else "",
-                               where=" › ".join(headings) or "its opening", previous=untrusted(previous) or "(none)",
-                               chunk=untrusted(span))
-        return reply.summary
+        schema = reading_schema(tuple(views), picks)
+        listed = "; ".join(f'"{view}" ({purpose.lower()})' for view, purpose in views.items()) or "none"
+        quote = {"type": "array", "maxItems": picks,
+                 "items": {"type": "string", "minLength": 12, "maxLength": QUOTE_CHARS}}
+        shape = {"rewrite": {"minLength": min(len(span) // 2, 400), "maxLength": 2 * len(span) + 600},
+                 "summary": {"minLength": min(len(span) // 4, 40), "maxLength": SUMMARY_CHARS},
+                 **{view: quote for view in views}}
+        worked = json.loads(prompt_path(EXAMPLES["reading"]).read_text())
+        answered = {"rewrite": worked["reply"]["rewrite"], "summary": worked["reply"]["summary"],
+                    **{view: worked["reply"]["picks"] for view in views}}
+        reply = await self.ask(
+            ctx, "reading", schema, example=(worked["fields"], answered),
+            check=(lambda r: check({"rewrite": r.rewrite, "summary": r.summary})) if check else None, shape=shape,
+            # what the reply should take (the rewrite a little longer than the part, a summary, the
+            # picks no longer than the part), not what it may take: a model that loops is cut early
+            max_tokens=estimate_tokens(span) * 3 + 200,
+            title=title, where=" › ".join([title, *headings]), previous=untrusted(previous) or "(none)",
+            figures=untrusted(figure_text), chunk=untrusted(span), views=listed, picks=str(picks))
+        return {"rewrite": reply.rewrite, "summary": reply.summary,
+                "picks": {view: list(getattr(reply, view)) for view in views}}
 
     async def summarise_source(self, ctx: Any, title: str, summaries: list[str]) -> str:
-        reply = await self.ask(ctx, "source summary", "source-summary.md", SourceSummary, title=title,
+        reply = await self.ask(ctx, "source summary", SourceSummary, max_tokens=SUMMARY_CHARS, title=title,
                                summaries=untrusted("\n".join(f"- {s}" for s in summaries)))
         return reply.summary
 
     async def abstract(self, ctx: Any, title: str, summaries: list[str]) -> str:
-        reply = await self.ask(ctx, "abstract", "abstract.md", Abstract, title=title,
+        reply = await self.ask(ctx, "abstract", Abstract, max_tokens=SUMMARY_CHARS, title=title,
                                summaries=untrusted("\n".join(f"- {s}" for s in summaries)))
         return reply.abstract
 
@@ -161,12 +207,13 @@ class OpenAIBackend:
             {"role": "system", "content": system},
             {"role": "user", "content": [{"type": "text", "text": user}, {"type": "image_url", "image_url": {"url": image}}]},
         ]
-        return (await self.structured(ctx, "figure", messages, FigureText)).text
+        reply = await self.structured(ctx, "figure", messages, FigureText, max_tokens=1500)
+        return reply.text
 
     async def write_section(self, ctx: Any, kind: str, about: str, title: str, facts: list[dict[str, Any]],
                             check: Callable[[list[dict[str, Any]]], list[str]]) -> list[dict[str, Any]]:
-        """Statements for one section of a view; the model cites facts by number, code maps them
-        and checks them (`check`), and a reply that fails is asked again with the failures."""
+        """Statements for one section of a view on request; the model cites facts by number, code
+        maps them and checks them (`check`), and a reply that fails is asked again with the failures."""
         if not facts:
             return []
         numbered = "\n\n".join(f"[{n}] " + " ".join(f["sentences"]) for n, f in enumerate(facts, start=1))
@@ -175,52 +222,82 @@ class OpenAIBackend:
         def statements(reply: Section) -> list[dict[str, Any]]:
             return [{"text": st.text, "cites": [refs[c] for c in st.cites if c in refs]} for st in reply.statements]
 
-        reply = await self.ask(ctx, "view", "view.md", Section, check=lambda r: check(statements(r)), kind=kind,
-                               about=about, title=title, facts=untrusted(numbered))
+        reply = await self.ask(ctx, "view", Section, check=lambda r: check(statements(r)),
+                               max_tokens=150 * min(len(facts), 12) + 100,
+                               kind=kind, about=about, title=title, facts=untrusted(numbered))
         return statements(reply)
 
     async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not statements:
             return []
         numbered = "\n".join(f"[{n}] {st['text']}" for n, st in enumerate(statements, start=1))
-        reply = await self.ask(ctx, "spec", "spec.md", Spec, name=name, statements=untrusted(numbered))
+        reply = await self.ask(ctx, "spec", Spec, max_tokens=250 * min(len(statements), 40) + 100, name=name,
+                               statements=untrusted(numbered))
         cites = {n: st["cites"] for n, st in enumerate(statements, start=1)}
         return [{"statement": r.statement, "acceptance": r.acceptance,
                  "cites": [ref for c in r.cites if c in cites for ref in cites[c]]} for r in reply.requirements]
 
-    async def ground(self, ctx: Any, page: str, sources: list[str]) -> list[str]:
-        """The statements of a page that its sources do not support, by one model call that reads
-        only the page and what it links to."""
-        reply = await self.ask(ctx, "grounding", "ground.md", Grounding, page=untrusted(page),
-                               sources=untrusted("\n\n---\n\n".join(sources)))
-        return reply.unsupported
+    async def ground(self, ctx: Any, doubts: Sequence[Doubt]) -> list[int]:
+        """Which of the statements code could not clear their closest source sentences do not
+        support: their indices. The reply can only name a statement it was asked about: the
+        schema allows its numbers and no others."""
+        if not doubts:
+            return []
+        labels: dict[str, str] = {}  # each source sentence once per question, however many doubts it is close to
+        for d in doubts:
+            for e in d.evidence:
+                labels.setdefault(e, f"S{len(labels) + 1}")
+        listed = "\n".join(f"[{label}] {_cut(e, EVIDENCE_CHARS)}" for e, label in labels.items()) or "(none)"
+        numbered = "\n".join(f"[{n}] {d.sentence} (closest: {', '.join(labels[e] for e in d.evidence) or 'none'})"
+                              for n, d in enumerate(doubts, start=1))
+        allowed = list(range(1, len(doubts) + 1))
+
+        def in_range(reply: Grounding) -> list[str]:
+            return [f"{n} is not the number of a statement" for n in reply.unsupported if n not in allowed]
+
+        reply = await self.ask(ctx, "grounding", Grounding, check=in_range,
+                               shape={"unsupported": {"maxItems": len(doubts),
+                                                      "items": {"type": "integer", "enum": allowed}}},
+                               max_tokens=16 + 6 * len(doubts), sources=untrusted(listed),
+                               statements=untrusted(numbered))
+        return sorted({n - 1 for n in reply.unsupported})
 
     # -- one structured call, cached -------------------------------------------------------
 
-    async def ask(self, ctx: Any, task: str, template: str, schema: type[BaseModel],
-                  check: Callable[[Any], list[str]] | None = None, **fields: str) -> Any:
-        system = prompt_path("system.md").read_text()
-        user = prompt_path(template).read_text().format(**fields)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        return await self.structured(ctx, task, messages, schema, check)
+    async def ask(self, ctx: Any, task: str, schema: type[BaseModel], check: Callable[[Any], list[str]] | None = None,
+                  shape: dict[str, dict[str, Any]] | None = None, max_tokens: int = 1024,
+                  example: tuple[dict[str, str], dict[str, Any]] | None = None, **fields: str) -> Any:
+        """One structured question from its template; `example` (fields, reply) goes first as an
+        earlier turn of the conversation, answered."""
+        task_text, data = split_template(prompt_path(TEMPLATES[task]).read_text())
+        system = prompt_path("system.md").read_text() + (f"\n\n{task_text.format(**fields)}" if task_text else "")
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        if example is not None:
+            asked, answered = example
+            messages += [{"role": "user", "content": data.format(**{**fields, **asked})},
+                         {"role": "assistant", "content": json.dumps(answered, ensure_ascii=False)}]
+        messages.append({"role": "user", "content": data.format(**fields)})
+        return await self.structured(ctx, task, messages, schema, check, shape or {}, max_tokens)
 
     async def structured(self, ctx: Any, task: str, messages: list[dict[str, Any]], schema: type[BaseModel],
-                         check: Callable[[Any], list[str]] | None = None) -> Any:
+                         check: Callable[[Any], list[str]] | None = None, shape: dict[str, dict[str, Any]] | None = None,
+                         max_tokens: int = 1024) -> Any:
         """A reply that fits `schema` and passes `check` (a code guardrail: a list of failures).
 
         A reply that does not is asked again with what was wrong, `validation_retries` times;
-        only a reply that passes is cached."""
+        only a reply that passes is cached. `max_tokens` is sized by the caller from the task's
+        input; the settings' `max_tokens`, when set, caps it."""
         model = self.settings.model_for(task)
+        limit = min(max_tokens, self.settings.max_tokens) if self.settings.max_tokens else max_tokens
         last_error = ""
         for attempt in range(self.settings.validation_retries + 1):
             asked = messages if not last_error else [*messages, {
                 "role": "user",
                 "content": f"Your reply did not fit the schema or failed a check: {last_error}. Reply again with only the JSON object."}]
-            request = {"backend": self.name, "base_url": self.settings.base_url or "", "model": model,
-                       "messages": asked, "temperature": self.settings.temperature,
-                       "max_tokens": self.settings.max_tokens, "schema": schema.model_json_schema()}
+            call = _Call(task=task, model=model, messages=asked, schema=schema, shape=shape or {}, max_tokens=limit,
+                         temperature=self.settings.temperature)
             try:
-                response = await self._cached(ctx, task, request, schema, check)
+                response = await self._cached(ctx, call, check)
             except _Invalid as exc:
                 last_error = exc.reason
                 continue
@@ -228,85 +305,88 @@ class OpenAIBackend:
         raise Problem(f"{ctx.query_id}: the model's reply did not fit the {task} schema or failed its checks after "
                       f"{self.settings.validation_retries + 1} tries ({last_error})")
 
-    async def _cached(self, ctx: Any, task: str, request: dict[str, Any], schema: type[BaseModel],
-                      check: Callable[[Any], list[str]] | None) -> Any:
+    async def _cached(self, ctx: Any, call: _Call, check: Callable[[Any], list[str]] | None) -> Any:
         computed = {}
 
         async def compute() -> dict[str, Any]:
             computed["yes"] = True
-            return await self._send(ctx, task, request, schema, check)
+            return await self._send(ctx, call, check)
 
         started = time.perf_counter()
-        response = await ctx.call(request, compute)
+        # The cache key is what decides the reply: the call as first offered (a mode a server
+        # refused later does not make a new call of the same question)
+        key = {"backend": self.name, "base_url": self.settings.base_url or "", **call.body(self.mode)}
+        response = await ctx.call(key, compute)
         if not computed:
-            self._log(ctx).record(task=task, query=ctx.query_id, model=request["model"], request=request,
-                                  response=response, cache_hit=True, latency=time.perf_counter() - started)
+            self._log(ctx).record(task=call.task, query=ctx.query_id, model=call.model, request=response.get("sent", key),
+                                  response=response["content"], cache_hit=True, latency=time.perf_counter() - started)
         return response
 
-    async def _send(self, ctx: Any, task: str, request: dict[str, Any], schema: type[BaseModel],
-                    check: Callable[[Any], list[str]] | None) -> dict[str, Any]:
+    async def _send(self, ctx: Any, call: _Call, check: Callable[[Any], list[str]] | None) -> dict[str, Any]:
         """One call to the server, then validation: only a valid reply leaves here (to the cache)."""
         s = self.settings
-        kwargs: dict[str, Any] = {"model": request["model"], "messages": request["messages"],
-                                  "temperature": s.temperature, "max_tokens": s.max_tokens}
-        estimate = sum(len(json.dumps(m["content"])) for m in request["messages"]) // 4 + s.max_tokens
+        estimate = sum(len(json.dumps(m["content"])) for m in call.messages) // 4 + call.max_tokens
         if self._requests:
             await self._requests.acquire()
         if self._tokens:
             await self._tokens.acquire(min(estimate, s.tokens_per_minute or estimate))
         started = time.perf_counter()
-        completion = await self._create(ctx, kwargs, schema)
+        completion, sent = await self._create(ctx, call)
         latency = time.perf_counter() - started
         content = (completion.choices[0].message.content or "") if completion.choices else ""
         usage = completion.usage
         tokens_in = usage.prompt_tokens if usage else 0
         tokens_out = usage.completion_tokens if usage else 0
-        cost = s.cost(request["model"], tokens_in, tokens_out)
+        cost = s.cost(call.model, tokens_in, tokens_out)
         ctx.count("model calls", 1)
         ctx.count("tokens in", tokens_in)
         ctx.count("tokens out", tokens_out)
-        ctx.count("cost USD", cost)
+        if cost is None:
+            ctx.count("calls without a price", 1)
+        else:
+            ctx.count("cost USD", cost)
         log = self._log(ctx)
         try:
-            parsed = schema.model_validate_json(content)
+            parsed = call.schema.model_validate_json(content)
             failures = check(parsed) if check else []
             if failures:
                 raise _Invalid("; ".join(failures))
         except (ValidationError, _Invalid) as exc:
             reason = exc.reason if isinstance(exc, _Invalid) else "an empty reply" if not content.strip() else _short(exc)
-            log.record(task=task, query=ctx.query_id, model=request["model"], request=request, response=content,
+            cut = completion.choices and completion.choices[0].finish_reason == "length"
+            if cut:
+                reason += f" (the reply was cut at max_tokens={call.max_tokens})"
+            log.record(task=call.task, query=ctx.query_id, model=call.model, request=sent, response=content,
                        cache_hit=False, latency=latency, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost,
                        error=reason)
             raise _Invalid(reason) from None
-        response = {"content": parsed.model_dump(mode="json"), "mode": self.mode,
-                    "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}}
-        log.record(task=task, query=ctx.query_id, model=request["model"], request=request, response=content,
+        response = {"content": parsed.model_dump(mode="json"), "mode": sent.get("response_format", {}).get("type"),
+                    "sent": sent, "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}}
+        log.record(task=call.task, query=ctx.query_id, model=call.model, request=sent, response=content,
                    cache_hit=False, latency=latency, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         return response
 
-    async def _create(self, ctx: Any, kwargs: dict[str, Any], schema: type[BaseModel]) -> Any:
+    async def _create(self, ctx: Any, call: _Call) -> tuple[Any, dict[str, Any]]:
+        """The completion, and the request body exactly as it was sent."""
         client = self.client()
-        for attempt in range(MALFORMED_BODY_RETRIES + 1):
+        attempt = 0
+        while True:
             used = self.mode
-            if used == "json_schema":
-                fmt = {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": _strict(schema),
-                                                              "strict": True}}
-                messages = kwargs["messages"]
-            else:
-                fmt = {"type": "json_object"}
-                schema_text = json.dumps(schema.model_json_schema())
-                messages = [*kwargs["messages"], {"role": "system", "content": f"The JSON schema: {schema_text}"}]
+            body = call.body(used)
             try:
-                return await client.chat.completions.create(**{**kwargs, "messages": messages}, response_format=fmt)
+                completion = await client.chat.completions.create(**body)
+                return completion, body
             except openai.BadRequestError as exc:
-                refused_format = "response_format" in str(exc).lower() or "json_schema" in str(exc).lower()
-                if used == "json_schema" and refused_format:
-                    if self.mode == "json_schema":  # the first call to hear it says so; the others just retry
-                        self.mode = "json_object"
-                        ctx.warn(f"{self.settings.base_url or 'the server'} refused json_schema response formats; "
-                                 "using JSON mode with the schema in the prompt")
+                message = _api_message(exc)
+                refused_format = (getattr(exc, "param", None) == "response_format"
+                                  or any(w in message.lower() for w in ("response_format", "json_schema", "schema")))
+                if refused_format and used != MODES[-1]:
+                    if self.mode == used:  # the first call to hear it says so; the others just retry
+                        self.mode = MODES[MODES.index(used) + 1]
+                        ctx.warn(f"{self.settings.base_url or 'the server'} refused {used} response formats "
+                                 f"({message[:160]}); sending {self.mode} from now on")
                     continue
-                raise Problem(f"{ctx.query_id}: the model server refused the request: {_api_message(exc)}") from None
+                raise Problem(f"{ctx.query_id}: the model server refused the request: {message}") from None
             except openai.APITimeoutError:
                 raise Problem(f"{ctx.query_id}: the model server did not answer within {self.settings.timeout:.0f} s, "
                               f"{self.settings.max_retries + 1} times; try again later or raise `timeout`") from None
@@ -321,10 +401,10 @@ class OpenAIBackend:
                 raise Problem(f"{ctx.query_id}: the model server failed with {exc.status_code} after "
                               f"{self.settings.max_retries + 1} tries: {_api_message(exc)}") from None
             except (json.JSONDecodeError, ValueError) as exc:
-                if attempt == MALFORMED_BODY_RETRIES:
+                attempt += 1
+                if attempt > MALFORMED_BODY_RETRIES:
                     raise Problem(f"{ctx.query_id}: the model server's reply was not valid JSON "
-                                  f"{attempt + 1} times ({exc})") from None
-        raise AssertionError("unreachable")
+                                  f"{attempt} times ({exc})") from None
 
     # -- yes/no with a probability -----------------------------------------------------------
 
@@ -376,6 +456,27 @@ class OpenAIBackend:
         return CallLog.for_root(ctx.state_dir)
 
 
+class _Call:
+    """One structured question: what the body sent for it is made from, in any mode."""
+
+    def __init__(self, task: str, model: str, messages: list[dict[str, Any]], schema: type[BaseModel],
+                 shape: dict[str, dict[str, Any]], max_tokens: int, temperature: float) -> None:
+        self.task, self.model, self.messages, self.schema = task, model, messages, schema
+        self.shape, self.max_tokens, self.temperature = shape, max_tokens, temperature
+
+    def body(self, mode: str) -> dict[str, Any]:
+        """The request body for `mode`, as the openai client sends it."""
+        schema = sent_schema(self.schema, mode, self.shape)
+        if mode == "json_object":
+            messages = [*self.messages, {"role": "system", "content": f"The JSON schema: {json.dumps(schema)}"}]
+            fmt: dict[str, Any] = {"type": "json_object"}
+        else:
+            messages = self.messages
+            fmt = {"type": "json_schema", "json_schema": {"name": self.schema.__name__, "schema": schema, "strict": True}}
+        return {"model": self.model, "messages": messages, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "response_format": fmt}
+
+
 class _Invalid(Exception):
     def __init__(self, reason: str) -> None:
         self.reason = reason
@@ -393,9 +494,39 @@ def _api_message(exc: openai.APIStatusError) -> str:
     return str(error.get("message") or exc.message)
 
 
-def _strict(schema: type[BaseModel]) -> dict[str, Any]:
-    """OpenAI's strict mode wants every property required and no others allowed."""
-    doc = schema.model_json_schema()
-    doc["additionalProperties"] = False
-    doc["required"] = list(doc.get("properties", {}))
+# How a reply's shape is sent, from the most to the least the server must accept:
+# "bounded": OpenAI's strict schema plus string lengths, which llama.cpp and vLLM turn into a
+# grammar, so that a small model cannot run away inside a string until max_tokens;
+# "strict": OpenAI's strict subset (every object closed, every property required; array bounds
+# but no string lengths); "json_object": JSON mode, the schema in the prompt.
+MODES = ("bounded", "strict", "json_object")
+STRING_BOUNDS = ("maxLength", "minLength")
+
+
+def first_mode(base_url: str | None) -> str:
+    """OpenAI's own endpoints refuse string lengths; any other server is offered them first."""
+    host = urllib.parse.urlsplit(base_url or "https://api.openai.com/v1").hostname or ""
+    return "strict" if host.endswith(("openai.com", "openai.azure.com")) else "bounded"
+
+
+def sent_schema(schema: type[BaseModel], mode: str, shape: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema as sent: the openai SDK's strict form of `schema`, with the per-call
+    keywords of `shape` on its top-level properties, string lengths only where `mode` allows."""
+    doc = to_strict_json_schema(schema)
+    for name, keywords in shape.items():
+        doc["properties"][name].update(keywords)
+    _drop_keys(doc, ("title",))  # a title per property says nothing its name does not, at a cost per call
+    if mode != "bounded":
+        _drop_keys(doc, STRING_BOUNDS)
     return doc
+
+
+def _drop_keys(node: Any, keys: Sequence[str]) -> None:
+    """Drop schema keywords from a schema and its subschemas (never a property of that name)."""
+    if not isinstance(node, dict):
+        return
+    for key in keys:
+        node.pop(key, None)
+    for sub in [*(node.get("properties") or {}).values(), *(node.get("$defs") or {}).values(),
+                *(node.get("anyOf") or []), node.get("items")]:
+        _drop_keys(sub, keys)

@@ -19,11 +19,11 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = None  # one model for every task
-    models: dict[str, str] = {}  # a model per task: "rewrite", "chunk summary", "source summary", "abstract", "figure"
+    models: dict[str, str] = {}  # a model per task: "reading", "source summary", "abstract", "figure", "view", "spec", "grounding"
     base_url: str | None = None
     api_key: str | None = None
     temperature: float = 0.0
-    max_tokens: int = 1024
+    max_tokens: int | None = Field(None, gt=0)  # a cap; each call is sized from its task's input
     timeout: float = Field(120.0, gt=0)  # seconds per call
     max_retries: int = Field(4, ge=0)  # 429 (honouring Retry-After), 5xx, timeouts, dropped connections
     validation_retries: int = Field(2, ge=0)  # a reply that does not fit the schema is asked again this often
@@ -43,8 +43,11 @@ class ModelSettings(BaseModel):
     def model_for(self, task: str) -> str:
         return self.models.get(task) or self.model or DEFAULT_MODEL
 
-    def cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
-        price_in, price_out = self.prices.get(model, (0.0, 0.0))
+    def cost(self, model: str, tokens_in: int, tokens_out: int) -> float | None:
+        """USD, or None when `prices` does not name the model: unknown, not free."""
+        if model not in self.prices:
+            return None
+        price_in, price_out = self.prices[model]
         return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
 
     @property
