@@ -27,12 +27,12 @@ def _stamp() -> str:
 
 
 def watch(root: Path, store_root: str, build_once: Callable[[], str | None], outputs: Callable[[], dict[str, str]],
-          debounce_ms: int = 300, verbose: bool = False) -> None:
+          debounce_ms: int = 300, verbose: bool = False, settle_ms: int = 50) -> None:
     """Build, then rebuild after each burst of changes, until interrupted.
 
     `build_once` loads the Kbuildfile and builds, returning a one-line summary (None when the
     Kbuildfile could not be loaded); `outputs` maps each generated file to the hash the lock
-    records for it.
+    records for it. A burst ends after `settle_ms` of quiet, or at `debounce_ms` at the latest.
     """
     store = (root / store_root).resolve()
 
@@ -47,7 +47,7 @@ def watch(root: Path, store_root: str, build_once: Callable[[], str | None], out
     try:
         # yield_on_timeout: the first empty batch says the watcher is in place, and only then is
         # "watching" printed (an edit before it would be lost)
-        for changes in watchfiles.watch(root, watch_filter=relevant, debounce=debounce_ms, step=50,
+        for changes in watchfiles.watch(root, watch_filter=relevant, debounce=debounce_ms, step=settle_ms,
                                         rust_timeout=200, yield_on_timeout=True, raise_interrupt=True):
             if not announced:
                 click.echo(f"[{_stamp()}] watching {root} (Ctrl-C stops)")

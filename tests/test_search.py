@@ -79,8 +79,10 @@ def test_doctor_clean_graph_around_a_page_and_the_harness_block(store):
     assert agents.startswith("# Agents\n\nRun the tests first.\n\n<!-- kbuild:begin")
     assert "[shop](kb/shop/index.md)" in agents and agents.rstrip().endswith("<!-- kbuild:end -->")
     assert kbuild(store).exit_code == 0 and (store / "AGENTS.md").read_text() == agents  # stable
+    (store / ".kbuild/cache").mkdir(exist_ok=True)
+    (store / ".kbuild/cache/answer").write_text("paid for")
     assert kbuild(store, "clean").exit_code == 0
-    assert not (store / ".kbuild/state.db").exists() and (store / ".kbuild/cache").exists() is not None
+    assert not (store / ".kbuild/state.db").exists() and (store / ".kbuild/cache/answer").read_text() == "paid for"
     assert kbuild(store, "check").exit_code == 0  # the lock alone still answers
     kbuildfile.write_text("raise SystemExit(3)\n")
     assert kbuild(store, "doctor").exit_code == 1
