@@ -180,8 +180,10 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     """
     from urllib.parse import urlparse
 
+    from pydantic import ValidationError
+
     from .store.layout import BadId, check_id, slugify
-    from .store.sources import Source, SourcesError
+    from .store.sources import Source, SourcesError, one_line
     from .store.sources import add as add_source
 
     spec, _ = session.load()
@@ -204,10 +206,10 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
         check_id("project", project)
         source = Source(id=source_id or slugify(name.rsplit(".", 1)[0]), **fields)
         add_source(spec.root / kb.store.sources_file(project), source)
+    except ValidationError as exc:
+        fail(one_line(exc), code=2)
     except (BadId, SourcesError) as exc:
         fail(str(exc), code=2)
-    except ValueError as exc:
-        fail(str(exc).splitlines()[-1], code=2)
     click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
 
 
@@ -293,17 +295,23 @@ def clean(session: Session, cache: bool) -> None:
     """
     import shutil
 
+    from .engine.build import BuildLock
+
     _, engine = session.load()
     folder = engine.state_dir
     if not folder.exists():
         click.echo("nothing to clean")
         return
-    for item in folder.iterdir():
-        if item.name in ("cache",) and not cache:
-            continue
-        if item.name == "build.lock":
-            continue
-        shutil.rmtree(item) if item.is_dir() else item.unlink()
+    try:
+        with BuildLock(folder):  # a build running now would lose its state under it
+            for item in folder.iterdir():
+                if item.name in ("cache",) and not cache:
+                    continue
+                if item.name == "build.lock":
+                    continue
+                shutil.rmtree(item) if item.is_dir() else item.unlink()
+    except BuildLocked as exc:
+        fail(str(exc), code=3)
     click.echo(f"cleaned {folder}" + ("" if cache else " (the call cache kept; --cache drops it too)"))
 
 
@@ -385,11 +393,11 @@ def show(session: Session, path: Path) -> None:
     from .checks.links import LINK
 
     spec, _ = session.load()
-    page = path if path.is_absolute() else (session.directory / path)
-    if not page.is_file():
-        fail(f"{path} is not a page; `kbuild show kb/index.md` starts at the top", code=2)
-    page = page.resolve()
-    text = page.read_text()
+    page = (path if path.is_absolute() else (session.directory / path)).resolve()
+    if not page.is_relative_to(spec.store.resolve()) or not page.is_file():
+        # resolved first: a link inside the store may lead anywhere
+        fail(f"{path} is not a page of the store; `kbuild show kb/index.md` starts at the top", code=2)
+    text = page.read_text(errors="replace")
     click.echo(text.rstrip())
     parent = page.parent / "index.md" if page.name != "index.md" else page.parent.parent / "index.md"
     root = spec.root

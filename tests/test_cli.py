@@ -108,3 +108,30 @@ def test_status_groups_what_is_stale_by_what_changed(project):
     out = kbuild(project, "status").output
     assert 'words("b.txt"): its input b.txt changed' in out
     assert "  2 queries stale, 1 pages: out/report.md" in out
+
+
+def test_clean_during_a_build_waits_its_turn_and_deletes_nothing(project):
+    assert kbuild(project).exit_code == 0
+    (project / ".kbuild/cache/ab").mkdir(parents=True)
+    (project / ".kbuild/cache/ab/entry.json").write_text("{}")
+    before = sorted(p.relative_to(project).as_posix() for p in (project / ".kbuild").rglob("*"))
+    with BuildLock(project / ".kbuild"):  # a build is running
+        for args in (["clean"], ["clean", "--cache"]):
+            result = kbuild(project, *args)
+            assert result.exit_code == 3 and "another kbuild" in result.output, result.output
+            assert "Traceback" not in result.output
+    assert sorted(p.relative_to(project).as_posix() for p in (project / ".kbuild").rglob("*")) == before
+    assert kbuild(project, "clean", "--cache").exit_code == 0
+    assert not (project / ".kbuild/cache").exists() and not (project / ".kbuild/state.db").exists()
+
+
+def test_show_prints_pages_of_the_store_and_nothing_else(project, tmp_path_factory):
+    assert kbuild(project).exit_code == 0
+    assert kbuild(project, "show", "out/report.md").output.startswith("- a.txt: 2")
+    outside = tmp_path_factory.mktemp("elsewhere") / "secret.txt"
+    outside.write_text("root:x:0:0\n")
+    (project / "out/link.md").symlink_to(outside)
+    for path in (str(outside), "/etc/passwd", "../" + outside.parent.name + "/secret.txt", "out/link.md"):
+        result = kbuild(project, "show", path)
+        assert result.exit_code == 2 and "root:x" not in result.output, (path, result.output)
+        assert "is not a page of the store" in result.output

@@ -173,3 +173,32 @@ def test_every_kind_of_credential_is_found_and_redacted():
     for kind, text in samples.items():
         assert find_secrets(f"Some words. {text} More words.") == [kind]
         assert MARKER in redact(text) and text not in redact(text)
+
+
+def test_a_bad_url_is_refused_by_add_and_fails_only_its_source_when_listed(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "good.md").write_text("# Good\n\nA fine source.\n")
+    assert kbuild(tmp_path, "add", "p", "good.md").exit_code == 0
+    for url, why in (("https://exa mple.com/x.md", "contains a space"),
+                     ("http://127.0.0.1:abc/x.md", "invalid port number"),
+                     ("http:///x.md", "has no host")):
+        result = kbuild(tmp_path, "add", "p", url, "--id", "bad")
+        assert result.exit_code == 2 and why in result.output and "Traceback" not in result.output, result.output
+        assert "errors.pydantic.dev" not in result.output
+    assert "bad" not in (tmp_path / "kb/p/sources.yml").read_text()
+    with (tmp_path / "kb/p/sources.yml").open("a") as listing:  # written by hand instead
+        listing.write("  - id: spaced\n    url: https://exa mple.com/x.md\n"
+                      "  - id: port\n    url: http://127.0.0.1:abc/x.md\n")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "source spaced: url: url 'https://exa mple.com/x.md' contains a space" in result.output
+    assert "source port: url: url 'http://127.0.0.1:abc/x.md' is not a valid url (invalid port number)" in result.output
+    assert (tmp_path / "kb/p/facts/good/good.md").exists()
+
+
+def test_an_id_with_a_space_is_refused_with_what_an_id_may_contain(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nWords.\n")
+    result = kbuild(tmp_path, "add", "p", "a.md", "--id", "A B")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "source id 'A B' must be 1-80 lowercase letters, digits" in result.output, result.output
