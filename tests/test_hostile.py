@@ -202,3 +202,56 @@ def test_an_id_with_a_space_is_refused_with_what_an_id_may_contain(tmp_path):
     result = kbuild(tmp_path, "add", "p", "a.md", "--id", "A B")
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "source id 'A B' must be 1-80 lowercase letters, digits" in result.output, result.output
+
+
+def run_kbuild(root: Path, *args: str, timeout: float = 240) -> tuple[int, str, int]:
+    """kbuild in a process of its own: (exit code, output, its peak memory in MiB). The timeout
+    is generous: it only turns a hang into a failure."""
+    import subprocess
+    import sys
+
+    script = ("import resource, sys\nfrom kbuild.cli import main\n"
+              "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
+              "print(f'peak-rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
+              "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", script, "-C", str(root), *args], capture_output=True,
+                          text=True, timeout=timeout)
+    output, _, peak = (done.stdout + done.stderr).rpartition("peak-rss ")
+    return done.returncode, output, int(peak) // 1024
+
+
+def test_a_fifo_named_as_a_source_is_refused_not_waited_on(tmp_path):
+    import os
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "good.md").write_text("# Good\n\nA fine source.\n")
+    (tmp_path / "was-a-file.md").write_text("# Later a pipe\n\nFor now a file.\n")
+    for name in ("good.md", "was-a-file.md"):
+        assert kbuild(tmp_path, "add", "p", name).exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    os.mkfifo(tmp_path / "pipe.md")
+    with (tmp_path / "kb/p/sources.yml").open("a") as listing:
+        listing.write("  - id: pipe\n    path: pipe.md\n")
+    (tmp_path / "was-a-file.md").unlink()
+    os.mkfifo(tmp_path / "was-a-file.md")  # a recorded input, hashed to verify its pages
+    code, output, _ = run_kbuild(tmp_path)
+    assert code == 1 and "Traceback" not in output, output
+    assert "p/pipe: pipe.md is not a regular file" in output
+    assert "p/was-a-file: was-a-file.md is not a regular file" in output
+    assert "For now a file." in (tmp_path / "kb/p/facts/was-a-file/text.md").read_text()  # kept
+    assert (tmp_path / "kb/p/facts/good/good.md").exists()
+
+
+def test_a_huge_source_is_refused_by_its_size_before_it_is_read(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "good.md").write_text("# Good\n\nA fine source.\n")
+    assert kbuild(tmp_path, "add", "p", "good.md").exit_code == 0
+    with (tmp_path / "huge.md").open("wb") as huge:
+        huge.truncate(2**30)  # sparse: 1 GiB to read, no disk used
+    assert kbuild(tmp_path, "add", "p", "huge.md").exit_code == 0
+    code, output, peak_mib = run_kbuild(tmp_path)
+    assert code == 1 and "Traceback" not in output, output
+    assert "p/huge: huge.md is 1024 MiB, larger than the 100 MiB limit" in output
+    assert not (tmp_path / "kb/p/raw/huge").exists()  # never copied
+    assert peak_mib < 400, peak_mib  # the file was never held in memory (1 GiB before)
+    assert (tmp_path / "kb/p/facts/good/good.md").exists()

@@ -1,12 +1,15 @@
 """The file system as the engine sees it: hashed inputs, atomic outputs, paths kept inside the root."""
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-from .hashing import ABSENT, hash_bytes
+from .hashing import ABSENT, NOT_A_FILE, hash_bytes, hash_stream
 
 # A file changed within this window of its hashing could change again inside the same mtime
 # tick; such a file is hashed again next time rather than trusted by its stat (git's "racy" rule).
@@ -19,6 +22,26 @@ StatKey = tuple[int, int, int]  # size, mtime_ns, inode
 
 class PathEscapesRoot(ValueError):
     pass
+
+
+class NotARegularFile(OSError):
+    pass
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a regular file for reading, never waiting on a FIFO (O_NONBLOCK makes its open
+    return at once; a regular file ignores the flag)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"{path} is not a regular file (a pipe, socket or device)")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
@@ -111,8 +134,9 @@ class FileHasher:
         return digest
 
     def read(self, key: str) -> tuple[bytes, str]:
-        """Read a file and hash exactly the bytes read, so the recorded hash is of what was used."""
-        with open(self.full(key), "rb") as f:
+        """Read a file and hash exactly the bytes read, so the recorded hash is of what was used.
+        Only a regular file: opening a FIFO for reading would wait for a writer forever."""
+        with open_regular(self.full(key)) as f:
             data = f.read()
         digest = hash_bytes(data)
         self._this_build[key] = digest
@@ -134,15 +158,18 @@ class FileHasher:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return ABSENT
+        if stat.S_ISDIR(st.st_mode):
+            return ABSENT
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_A_FILE
         cached = self.stat_cache.get(key)
         if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
             return cached[1]
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except IsADirectoryError:
-            return ABSENT
-        digest = hash_bytes(data)
+            with open_regular(path) as f:
+                digest = hash_stream(f)
+        except NotARegularFile:
+            return NOT_A_FILE  # replaced by a pipe between the stat and the open
         self._remember(key, digest, st)
         return digest
 

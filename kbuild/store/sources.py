@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -26,6 +27,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from ..convert import limits
 from .layout import check_id
 
 URL_SCHEMES = ("http", "https", "file")
@@ -224,12 +226,25 @@ def parse(data: bytes, where: str) -> Listing:
 
 
 def resolve_path(root: Path, path: str) -> Path:
-    """A local source path, which must stay inside the build root (symlinks followed)."""
+    """A local source path, which must stay inside the build root (symlinks followed) and name
+    a regular file no larger than the source limit: checked with a stat, before anything opens
+    it, since opening a FIFO waits for a writer forever and reading a huge file fills memory."""
     full = (root / path).resolve()
     if not full.is_relative_to(root.resolve()):
         raise SourcesError(
             f"path {path!r} leads outside {root}; copy the file into the project or list it by url"
         )
+    try:
+        st = full.stat()
+    except FileNotFoundError:
+        return full  # the caller says it is missing, in its own words
+    if stat.S_ISDIR(st.st_mode):
+        return full
+    if not stat.S_ISREG(st.st_mode):
+        raise SourcesError(f"{path} is not a regular file (a pipe, socket or device); list a document instead")
+    if st.st_size > limits.MAX_SOURCE_BYTES:
+        raise SourcesError(f"{path} is {st.st_size / 2**20:.0f} MiB, larger than the "
+                           f"{limits.MAX_SOURCE_BYTES // 2**20} MiB limit; split it or list a smaller file")
     return full
 
 
