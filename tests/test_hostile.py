@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from documents import scripted_kbuildfile
 from openai_server import Reply, ScriptedServer
@@ -255,3 +256,55 @@ def test_a_huge_source_is_refused_by_its_size_before_it_is_read(tmp_path):
     assert not (tmp_path / "kb/p/raw/huge").exists()  # never copied
     assert peak_mib < 400, peak_mib  # the file was never held in memory (1 GiB before)
     assert (tmp_path / "kb/p/facts/good/good.md").exists()
+
+
+def test_a_download_has_a_total_deadline_a_full_length_and_http_redirects_only(tmp_path):
+    import http.server
+    import threading
+    import time
+
+    from kbuild.store.fetch import FetchError, download
+
+    stop = threading.Event()
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            if self.path == "/trickle":  # one byte every half second, for a minute
+                self.send_response(200)
+                self.end_headers()
+                for _ in range(120):
+                    if stop.wait(0.5):
+                        return
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+            elif self.path == "/short":  # announces 100 bytes, sends 18, hangs up
+                self.send_response(200)
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                self.wfile.write(b"# Eighteen bytes.\n")
+            elif self.path.startswith("/to-"):
+                self.send_response(302)
+                self.send_header("Location", {"/to-ftp": "ftp://example.com/x.md",
+                                              "/to-file": "file:///etc/passwd"}[self.path])
+                self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        started = time.monotonic()
+        with pytest.raises(FetchError, match="did not finish within 2 s"):
+            download(f"{base}/trickle", tmp_path, timeout=2)
+        assert time.monotonic() - started < 30  # 2 s and one read's wait; a minute before
+        with pytest.raises(FetchError, match="cut short: 18 of the 100 bytes"):
+            download(f"{base}/short", tmp_path)
+        for path, target in (("/to-ftp", "ftp://example.com/x.md"), ("/to-file", "file:///etc/passwd")):
+            with pytest.raises(FetchError, match=f"redirects to {target}; only http and https"):
+                download(base + path, tmp_path)
+    finally:
+        stop.set()
+        server.shutdown()
