@@ -34,7 +34,7 @@ class Session:
             if self.debug and exc.__cause__:
                 raise
             fail(str(exc), code=2)
-        return spec, Engine(spec.root, spec.rules, max_calls=spec.max_calls)
+        return spec, Engine(spec.root, spec.rules, max_calls=spec.max_calls, output_folder=spec.output_folder)
 
     def targets(self, spec: buildfile.Buildfile) -> list[Query]:
         try:
@@ -438,7 +438,7 @@ def watch(session: Session, debounce: int) -> None:
         except Exception as exc:  # a Kbuildfile mid-edit: say so, wait for the next save
             click.secho(f"kbuild: {exc}", fg="red", err=True)
             return None
-        engine = Engine(spec.root, spec.rules, max_calls=spec.max_calls)
+        engine = Engine(spec.root, spec.rules, max_calls=spec.max_calls, output_folder=spec.output_folder)
         engines[:] = [engine]
         for problem in spec.before_build() if spec.before_build else []:
             click.secho(f"failed: {problem}", fg="red", err=True)

@@ -308,3 +308,94 @@ def test_a_download_has_a_total_deadline_a_full_length_and_http_redirects_only(t
     finally:
         stop.set()
         server.shutdown()
+
+
+def test_a_symlink_in_the_store_is_replaced_never_written_through(tmp_path, tmp_path_factory):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nFirst words.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    victims = {name: elsewhere / name for name in ("via-temporary", "via-page", "via-lock")}
+    for name, victim in victims.items():
+        victim.write_text(f"precious {name}\n")
+    facts = tmp_path / "kb/p/facts/a"
+    # a committed symlink under the temporary name a build once used for text.md
+    (facts / ".text.md.kbuild-tmp").symlink_to(victims["via-temporary"])
+    (facts / "a.md").unlink()
+    (facts / "a.md").symlink_to(victims["via-page"])  # a page that is a symlink
+    victims["via-lock"].write_bytes((tmp_path / "kbuild.lock").read_bytes())
+    (tmp_path / "kbuild.lock").unlink()
+    (tmp_path / "kbuild.lock").symlink_to(victims["via-lock"])
+    lock_before = victims["via-lock"].read_bytes()
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 1
+    for rel in ("kb/p/facts/a/a.md", "kb/p/facts/a/.text.md.kbuild-tmp"):
+        assert f"{rel}: a symlink: a build must never write through it" in check.output, check.output
+    (tmp_path / "a.md").write_text("# A\n\nOther words.\n")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    for name, victim in victims.items():
+        expected = lock_before if name == "via-lock" else f"precious {name}\n".encode()
+        assert victim.read_bytes() == expected, name
+    for path in (facts / "a.md", facts / "text.md", tmp_path / "kbuild.lock"):
+        assert path.is_file() and not path.is_symlink(), path
+    assert b"Other words." in (facts / "a.md").read_bytes()
+    # the link under a temporary name is not kbuild's to delete: check names it until it is removed
+    assert [p.name for p in (tmp_path / "kb").rglob("*") if p.is_symlink()] == [".text.md.kbuild-tmp"]
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 1 and "1 problems" in check.output, check.output
+    (facts / ".text.md.kbuild-tmp").unlink()
+    assert kbuild(tmp_path, "check").exit_code == 0
+
+
+def test_two_writers_of_one_cache_entry_never_collide(tmp_path, monkeypatch):
+    from kbuild.engine import files
+
+    target = tmp_path / "ab" / "entry.json"
+    real_fsync = files.os.fsync
+    inner_done = []
+
+    def fsync_then_let_the_other_writer_in(fd):  # the second writer runs while the first is mid-write
+        real_fsync(fd)
+        if not inner_done:
+            inner_done.append(True)
+            files.atomic_write(target, b"second")
+
+    monkeypatch.setattr(files.os, "fsync", fsync_then_let_the_other_writer_in)
+    files.atomic_write(target, b"first")
+    assert target.read_bytes() == b"first"  # the last rename wins, whole
+    assert [p.name for p in target.parent.iterdir()] == ["entry.json"]  # no temporary left
+
+
+def test_a_lock_entry_cannot_make_a_build_delete_what_it_did_not_write(tmp_path):
+    from kbuild.engine.hashing import hash_bytes
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nFirst words.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git/HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "kb/p/notes.md").write_text("my notes\n")
+    precious = [".git/HEAD", "Kbuildfile.py", "a.md", "kb/p/sources.yml", "kb/p/notes.md"]
+    before = {rel: (tmp_path / rel).read_bytes() for rel in precious}
+    lock = json.loads((tmp_path / "kbuild.lock").read_text())
+
+    def entry(name, outputs):  # each output with the hash of its content now: a careful forger
+        lock["queries"][f'raw("p","{name}")'] = {
+            "rule": "raw", "key": ["p", name], "fingerprint": "f", "hash": "h", "deps": [],
+            "outputs": {rel: hash_bytes(before[rel]) if hashed else "0" * 32 for rel, hashed in outputs}}
+
+    entry("outside", [(".git/HEAD", True), ("Kbuildfile.py", True), ("a.md", True)])
+    entry("people-write-it", [("kb/p/sources.yml", True)])  # inside the store, but an input
+    entry("not-ours", [("kb/p/notes.md", False)])  # inside the store, not what kbuild wrote
+    (tmp_path / "kbuild.lock").write_text(json.dumps(lock, indent=1))
+    result = kbuild(tmp_path)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert ("""kbuild.lock: the entry raw("p","outside") was ignored: output path '.git/HEAD' is outside kb/"""
+            in result.output), result.output
+    assert "kept kb/p/notes.md, which no query produces any more" in result.output
+    assert {rel: (tmp_path / rel).read_bytes() for rel in precious} == before
+    assert "outside" not in (tmp_path / "kbuild.lock").read_text()  # written again without the entries
+    assert kbuild(tmp_path).exit_code == 0 and {rel: (tmp_path / rel).read_bytes() for rel in precious} == before

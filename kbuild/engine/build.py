@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .callcache import CallCache
-from .files import TEMP_SUFFIX, FileHasher, atomic_write, output_path
+from .files import TEMP_SUFFIX, FileHasher, OutputArea, atomic_write
 from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
 from . import rule as rules_module
 from .lockfile import patch_lock, read_lock, render_lock
@@ -203,7 +203,7 @@ class Context:
     def write(self, path: str, data: bytes | str) -> None:
         """Produce a file (relative to the root). It is written when the rule succeeds, atomically,
         and removed when a later run of this query no longer produces it."""
-        output_path(self._build.engine.root, path)  # refuse an escaping path now, in the rule
+        self._build.engine.outputs.path(path)  # refuse a path outside the outputs' folder now, in the rule
         self.outputs[Path(path).as_posix()] = data.encode() if isinstance(data, str) else bytes(data)
 
     async def call(
@@ -228,7 +228,10 @@ class Engine:
         cache_dir: Path | None = None,
         max_calls: int = 4,
         cutoff_hooks: bool = True,
+        output_folder: str | None = None,
     ) -> None:
+        """`output_folder` (relative to the root) is where every output lies: a rule writing
+        elsewhere fails, and a lock naming an output elsewhere has that entry refused."""
         self.root = Path(root).resolve()
         self.cutoff_hooks = cutoff_hooks  # False: exact cutoff only (`kbuild build --cutoff exact`)
         self.rules: dict[str, Rule] = {}
@@ -239,6 +242,7 @@ class Engine:
         env_cache = os.environ.get("KBUILD_CACHE_DIR")
         self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.state_dir / "cache")
         self.max_calls = max_calls
+        self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
 
     def register(self, r: Rule) -> None:
         known = self.rules.setdefault(r.name, r)
@@ -326,7 +330,7 @@ class Engine:
                             stale[reader] = (f"it is built on {qid}, which is out of date", stale[qid][1])
                             nxt.append(reader)
                 frontier = sorted(nxt)
-            return Inspection(dict(memos), stale)
+            return Inspection(dict(memos), stale, dict(build.refused))
 
     def value(self, query: Query) -> Any:
         """The stored value of a query as the last build left it, without running anything."""
@@ -361,6 +365,7 @@ class Engine:
 class Inspection:
     memos: dict[str, Memo]
     stale: dict[str, tuple[str, str]]  # query id -> (why, the query whose own change it comes from)
+    refused: dict[str, str] = field(default_factory=dict)  # lock entries not taken in, and why
 
 
 def _takes_context(hook: Callable[..., Any]) -> bool:
@@ -438,6 +443,9 @@ class _Build:
         self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
         self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
         self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load
+        self.read_removals: dict[str, str] = {}  # files to remove once no query reads them: path -> hash
+        self.produced: set[str] = set()  # every output a query produced in this build
+        self.refused: dict[str, str] = {}  # lock entries not taken in, and why
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -480,8 +488,19 @@ class _Build:
                 green[qid] = memo.hash
 
     def _import_lock(self) -> None:
-        """Take the graph from the lock when it changed under us (a fresh clone, a git pull)."""
+        """Take the graph from the lock when it changed under us (a fresh clone, a git pull).
+
+        An entry naming an output where no output may be (outside the outputs' folder, in .git,
+        the lock itself) is refused: a lock is a file anyone can edit in a pull request, and its
+        outputs are files a build may remove."""
         imported = read_lock(self.engine.lock_path)
+        for qid, memo in list(imported.items()):
+            why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
+            if why is not None:
+                del imported[qid]
+                self.refused[qid] = (f"{self.lock_key}: the entry {qid} was ignored: {why}; "
+                                     "review the change that brought it")
+                self.changed.add(qid)  # the lock is written again without it
         if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
             keep = {q for q, m in imported.items() if self.memos.get(q) == m}
             self.state.replace_memos(imported.values(), keep_values_of=keep)
@@ -706,6 +725,10 @@ class _Build:
             self._collect_dropped(root_ids)
             report.reused = summary["queries"] - len(self.dead.keys() | {q for q in report.executed if q in self.replaced})
             self._check_new_outputs()
+        self._finish_removals()
+        for qid, why in self.refused.items():
+            report.failed[qid] = why
+            report.errors[qid] = Problem(why)  # it names the entry itself
         if self.changed or not self.engine.lock_path.exists():
             self._write_lock()
         if self.reached is None:
@@ -896,24 +919,47 @@ class _Build:
         return all(self.hasher.hash(p) == d for p, d in memo.outputs.items())
 
     def _write_outputs(self, produced: dict[str, bytes], previous: dict[str, str]) -> dict[str, str]:
-        root = self.engine.root
+        area = self.engine.outputs
         written: dict[str, str] = {}
         for path, data in sorted(produced.items()):
             digest = hash_bytes(data)
-            if self.hasher.hash(path) != digest:  # an unchanged file is not touched
-                atomic_write(output_path(root, path), data)
+            full = area.path(path)
+            # an unchanged file is not touched; a symlink is replaced even when its target matches
+            if self.hasher.hash(path) != digest or full.is_symlink():
+                atomic_write(full, data)
                 self.hasher.wrote(path, digest)
             written[path] = digest
+            self.produced.add(path)
         for path in previous.keys() - written.keys():
-            self._remove_output(path)
+            self._remove_output(path, previous[path])
         return written
 
-    def _remove_output(self, path: str) -> None:
-        full = output_path(self.engine.root, path)
-        try:
-            full.unlink()
-        except FileNotFoundError:
-            pass
+    def _remove_output(self, path: str, recorded: str) -> None:
+        """Remove a file a query no longer produces, if it is still what kbuild wrote: never a
+        file outside the outputs' folder, one whose content is not the recorded one (edited by
+        hand, or never ours), or one a query reads (until it is read no more: see
+        _finish_removals)."""
+        if path in self.produced:  # another query makes it now
+            return
+        full = self.engine.root / path
+        why = self.engine.outputs.problem(path)
+        if why is None and full.is_symlink():
+            why = f"{path} is a symlink now, not the file kbuild wrote"
+        if why is None:
+            current = self.hasher.hash(path)
+            if current == ABSENT:
+                return
+            if current != recorded:
+                why = f"{path} is not what kbuild wrote there (edited by hand?)"
+        if why is None and self.state.readers([FILE + path]):
+            self.read_removals[path] = recorded  # a query still reads it; decided at the end
+            return
+        if why is not None:
+            self.report.warnings.setdefault(path, []).append(f"kept {path}, which no query produces any more: {why}; "
+                                                             "remove it yourself if it is not wanted")
+            return
+        full.unlink(missing_ok=True)
+        self.hasher.forget(path)
         for folder in full.parents:  # folders the removed files leave empty go too
             if folder == self.engine.root or not folder.is_relative_to(self.engine.root):
                 break
@@ -921,8 +967,16 @@ class _Build:
                 folder.rmdir()
             except OSError:  # not empty (or gone): stop climbing
                 break
-        self.hasher.forget(path)
         self.report.removed.append(path)
+
+    def _finish_removals(self) -> None:
+        """Remove the files that were read when their writer stopped producing them, if no
+        query reads them now (a raw copy under its old name), and keep those still read (a file
+        a person writes, which a hostile lock named as an output)."""
+        pending, self.read_removals = self.read_removals, {}
+        for path, recorded in sorted(pending.items()):
+            if not self.state.readers([FILE + path]) and not self.state.writers([path]):
+                self._remove_output(path, recorded)
 
     async def value_of(self, qid: str) -> Any:
         """The value of a settled query, or its QueryFailed."""
@@ -969,11 +1023,11 @@ class _Build:
         if not dead:
             return
         live_outputs = {p for q in reached for p in self.memos[q].outputs}
+        self.state.delete_memos(dead)  # first, so that what only the dead read can go
         for qid in dead:
-            for path in self.memos.pop(qid).outputs:
+            for path, digest in self.memos.pop(qid).outputs.items():
                 if path not in live_outputs:
-                    self._remove_output(path)
-        self.state.delete_memos(dead)
+                    self._remove_output(path, digest)
         self.changed.update(dead)
 
     def _check_output_owners(self) -> None:
@@ -1012,9 +1066,9 @@ class _Build:
             state.delete_memos([qid])
             del self.memos[qid]
             writers = state.writers(memo.outputs)
-            for path in memo.outputs:
+            for path, digest in memo.outputs.items():
                 if not writers.get(path):
-                    self._remove_output(path)
+                    self._remove_output(path, digest)
             candidates += [d for d, _ in flat(memo.deps) if not d.startswith(FILE)]
         self.changed |= dead.keys()
 
