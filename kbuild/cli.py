@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from . import buildfile
-from .engine import BuildLocked, Engine, LockError, Problem, Query, Report, to_graph
+from .engine import BuildLocked, BuildStopped, Engine, LockError, Problem, Query, Report, to_graph
 
 
 class Session:
@@ -104,9 +104,14 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         fail(str(exc), code=3)
     except LockError as exc:
         fail(str(exc), code=2)
+    except BuildStopped as exc:
+        fail(str(exc), code=1)
     finally:
         progress.close()
-    save_report(engine, report)
+    try:
+        save_report(engine, report)
+    except OSError as exc:  # the build is done; only `explain` loses its history
+        click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
     harness = spec.namespace.get("harness_file")
     kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
     if harness and report.ok and kb is not None:
@@ -269,6 +274,16 @@ def doctor(session: Session) -> None:
         else:
             say("WARN", ".gitignore does not name .kbuild/", "add the line `.kbuild/`")
         engine = Engine(spec.root, spec.rules)
+        state_file = engine.state_dir / "state.db"
+        if state_file.exists():
+            from .engine.state import damage
+
+            damaged = damage(state_file)
+            if damaged is None:
+                say("PASS", f"{state_file.relative_to(spec.root)}: readable")
+            else:
+                say("FAIL", f"{state_file.relative_to(spec.root)} is damaged ({damaged})",
+                    "run `kbuild`: it drops the local state and rebuilds it from kbuild.lock")
         if engine.lock_path.exists():
             try:
                 from .engine import read_lock
@@ -446,7 +461,7 @@ def watch(session: Session, debounce: int) -> None:
             report = engine.build(targets)
         except BuildLocked as exc:
             return f"not built: {exc}"
-        except LockError as exc:
+        except (LockError, BuildStopped) as exc:
             return f"not built: {exc}"
         save_report(engine, report)
         for qid, message in sorted(report.root_failures().items(), key=lambda item: item[1]):

@@ -135,3 +135,37 @@ def test_show_prints_pages_of_the_store_and_nothing_else(project, tmp_path_facto
         result = kbuild(project, "show", path)
         assert result.exit_code == 2 and "root:x" not in result.output, (path, result.output)
         assert "is not a page of the store" in result.output
+
+
+@pytest.mark.parametrize("damage", ["not a database", "malformed"])
+def test_a_damaged_state_is_rebuilt_from_the_lock_with_one_warning(project, damage):
+    assert kbuild(project).exit_code == 0
+    built = {p: (project / p).read_bytes() for p in ("kbuild.lock", "out/report.md")}
+    state = project / ".kbuild/state.db"
+    data = state.read_bytes()
+    keep = 0 if damage == "not a database" else 100  # SQLite's header alone survives
+    state.write_bytes(data[:keep] + bytes(range(7, 250)) * (len(data) // 243 + 1))
+    doctor = kbuild(project, "doctor")
+    assert doctor.exit_code == 1 and "FAIL  .kbuild/state.db is damaged" in doctor.output, doctor.output
+    assert kbuild(project, "status").output == "up to date: nothing would run\n"  # from the lock alone
+    result = kbuild(project)
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert result.output.count("warning: the local state .kbuild/state.db is damaged") == 1
+    assert "rebuilt from kbuild.lock" in result.output
+    assert {p: (project / p).read_bytes() for p in built} == built
+    assert kbuild(project).output.startswith("0 ran, 3 reused")
+    assert "PASS  .kbuild/state.db: readable" in kbuild(project, "doctor").output
+
+
+def test_doctor_fails_a_lock_with_merge_conflict_markers(project):
+    assert kbuild(project).exit_code == 0
+    lock = project / "kbuild.lock"
+    lines = lock.read_text().splitlines(keepends=True)
+    lock.write_text("".join(["<<<<<<< HEAD\n", *lines, "=======\n", *lines, ">>>>>>> theirs\n"]))
+    doctor = kbuild(project, "doctor")
+    assert doctor.exit_code == 1, doctor.output
+    assert any(line.startswith("FAIL") and "kbuild.lock has merge conflict markers (line 1)" in line
+               for line in doctor.output.splitlines()), doctor.output
+    result = kbuild(project)
+    assert result.exit_code == 2 and "kbuild.lock has merge conflict markers" in result.output
+    assert "Traceback" not in result.output

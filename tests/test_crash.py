@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 KBUILDFILE = '''
 import time
 from kbuild.engine import rule
@@ -87,3 +89,77 @@ def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
     assert out.decode().startswith("0 ran, 61 reused")  # a new process after a full build runs nothing
     shutil.rmtree(store / ".kbuild")
     assert kbuild(store, "status").communicate(timeout=60)[0].decode().startswith("up to date")
+
+
+DISK_FULL = "No space left on device"
+
+
+def _full_disk_at(site: str, monkeypatch, after: int) -> None:
+    """From the `after`-th write at `site` on, that write fails as on a full disk (and stays
+    failing, as a full disk does, until the test frees it)."""
+    import errno
+    import sqlite3
+
+    from kbuild.engine import build as engine_build
+    from kbuild.engine import callcache
+    from kbuild.engine.state import State
+
+    def os_error(*args, **kwargs):
+        raise OSError(errno.ENOSPC, DISK_FULL)
+
+    def sqlite_error(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    module, name, fault, applies = {
+        "page": (engine_build, "atomic_write", os_error, lambda path, *_: "/out/" in str(path)),
+        "lock": (engine_build, "atomic_write", os_error, lambda path, *_: str(path).endswith("kbuild.lock")),
+        "cache": (callcache, "atomic_write", os_error, lambda *_: True),
+        "memo": (State, "save_memo", sqlite_error, lambda *_: True),
+        "commit": (State, "commit", sqlite_error, lambda *_: True),
+        "stats": (State, "save_stats", sqlite_error, lambda *_: True),
+    }[site]
+    real = getattr(module, name)
+    seen = []
+
+    def failing(*args, **kwargs):
+        checked = args[1:] if module is State else args
+        if applies(*checked):
+            seen.append(1)
+            if len(seen) >= after:
+                fault()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, failing)
+
+
+@pytest.mark.parametrize("site", ["page", "lock", "cache", "memo", "commit", "stats"])
+def test_a_full_disk_at_any_write_stops_with_one_line_and_the_next_build_ends_clean(site, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    def run(folder: Path, *args: str):
+        return CliRunner().invoke(main, ["-C", str(folder), *args])
+
+    store, clean = tmp_path / "store", tmp_path / "clean"
+    make_store(store, 0)
+    assert run(store).exit_code == 0
+    make_store(store, 1)  # a third of the sources change: the build has real work to stop in
+    an_hour_ago = time.time() - 3600
+    for source in (store / "src").iterdir():  # old enough for their stats to be cached (not "racy")
+        os.utime(source, (an_hour_ago, an_hour_ago))
+    with monkeypatch.context() as patch:
+        _full_disk_at(site, patch, after=1 if site in ("lock", "commit", "stats") else 5)
+        stopped = run(store)
+    assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
+    lines = stopped.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
+    assert "free some space and run `kbuild` again" in lines[0]
+    done = run(store)
+    assert done.exit_code == 0, done.output
+    make_store(clean, 1)
+    assert run(clean).exit_code == 0
+    assert tree(store, temporaries=True) == tree(clean)
+    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    assert run(store, "check").exit_code == 0
+    assert run(store).output.startswith("0 ran, 61 reused")

@@ -151,7 +151,7 @@ def test_a_full_disk_fails_the_page_with_a_clear_line_and_leaves_nothing_half_wr
     monkeypatch.setattr(engine_build, "atomic_write", full)
     (tmp_path / "a.md").write_text("# A\n\nOther words.\n")
     result = kbuild(tmp_path)
-    assert result.exit_code == 1 and "cannot write its output: [Errno 28] No space left on device" in result.output
+    assert result.exit_code == 1 and "no space left on the device (writing kb/p/facts/a/a.md)" in result.output
     fact = tmp_path / "kb/p/facts/a/a.md"
     assert fact.read_bytes() == before[fact]  # the old page, whole
     monkeypatch.setattr(engine_build, "atomic_write", real)

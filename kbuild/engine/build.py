@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import gc
 import inspect
 import json
 import os
+import sqlite3
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,6 +38,10 @@ from .state import DepGroup, Memo, State, flat
 
 FILE = "file:"
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
+# meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
+# so the next build writes the whole lock again, whatever it runs
+LOCK_BEHIND = "lock_behind"
+SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 11, 13, 26
 COMMIT_EVERY_S = 1.0
 
 Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done", "fail"
@@ -43,6 +49,41 @@ Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done
 
 class BuildLocked(RuntimeError):
     pass
+
+
+class BuildStopped(RuntimeError):
+    """A build that cannot go on (the disk is full): one line for the user. What finished is
+    kept (its pages, its memos, its cached calls); the lock is not written, so it never names
+    a state that was not committed."""
+
+
+class StateDamaged(BuildStopped):
+    """The local state is not a readable database. It is a cache of the lock and the files,
+    so it is dropped and the build starts again from the lock."""
+
+
+def out_of_space(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL
+                                               or "database or disk is full" in str(exc))
+
+
+def state_damaged(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.DatabaseError) and (
+        code is not None and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
+        or "malformed" in str(exc) or "not a database" in str(exc))
+
+
+def _stop_for(exc: BaseException, where: str) -> BuildStopped | None:
+    """The BuildStopped an error `where` means, or None when it fails one query only."""
+    if out_of_space(exc):
+        return BuildStopped(f"no space left on the device ({where}); free some space and run "
+                            "`kbuild` again (what was built is kept)")
+    if state_damaged(exc):
+        return StateDamaged(f"the local state .kbuild/state.db is damaged ({exc})")
+    return None
 
 
 class CycleError(RuntimeError):
@@ -258,8 +299,25 @@ class Engine:
         observer: Observer | None = None,
     ) -> Report:
         """Bring `targets` up to date. With `collect_garbage`, queries no target reaches any more
-        are forgotten and their files removed (pass False when building a subset)."""
-        return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh, observer=observer))
+        are forgotten and their files removed (pass False when building a subset).
+
+        Damaged local state is dropped and the build run again from the lock, with a warning:
+        each attempt has an event loop of its own, so nothing of the first one runs on."""
+        targets = list(targets)
+        kwargs = dict(collect_garbage=collect_garbage, refresh=refresh, observer=observer)
+        try:
+            return asyncio.run(self.build_async(targets, **kwargs))  # type: ignore[arg-type]
+        except StateDamaged as exc:
+            self.discard_state()
+            report = asyncio.run(self.build_async(targets, **kwargs))  # type: ignore[arg-type]
+            report.warnings.setdefault("", []).append(f"{exc}; it was rebuilt from {self.lock_path.name}")
+            return report
+
+    def discard_state(self) -> None:
+        """Remove the local state database (and SQLite's files beside it); the lock rebuilds it."""
+        with BuildLock(self.state_dir):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                (self.state_dir / f"state.db{suffix}").unlink(missing_ok=True)
 
     async def build_async(
         self,
@@ -271,11 +329,22 @@ class Engine:
     ) -> Report:
         targets = list(targets)
         with BuildLock(self.state_dir):
-            build = _Build(self, State(self.state_dir / "state.db"), refresh, observer)
             try:
-                return await build.run(targets, collect_garbage)
+                state = State(self.state_dir / "state.db")
+            except sqlite3.Error as exc:
+                raise _stop_for(exc, "writing the local state .kbuild/state.db") or exc from None
+            build = _Build(self, state, refresh, observer)
+            try:
+                report = await build.run(targets, collect_garbage)
+            except sqlite3.Error as exc:  # the state failed outside any query
+                if not build.stop(exc, "writing the local state .kbuild/state.db"):
+                    raise
+                report = build.report
             finally:
                 build.close()
+            if build.stopped is not None:
+                raise build.stopped
+            return report
 
     def plan(self, targets: Iterable[Query]) -> dict[str, str]:
         """What a build would run and why, without running anything: a dry run.
@@ -354,7 +423,13 @@ class Engine:
         """A build that only reads: local state when there is some, else the lock alone in memory
         (a fresh clone), and nothing written either way."""
         state_file = self.state_dir / "state.db"
-        build = _Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
+        try:
+            build = _Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
+        except sqlite3.DatabaseError as exc:
+            if not state_damaged(exc):
+                raise
+            # a cache that cannot be read: the lock alone says what was built (the next build repairs it)
+            build = _Build(self, State(None), False, None, read_only=True)
         try:
             yield build
         finally:
@@ -446,6 +521,11 @@ class _Build:
         self.read_removals: dict[str, str] = {}  # files to remove once no query reads them: path -> hash
         self.produced: set[str] = set()  # every output a query produced in this build
         self.refused: dict[str, str] = {}  # lock entries not taken in, and why
+        self.stopped: BuildStopped | None = None
+        # the committed memos are ahead of the lock on disk (set by _commit, cleared with the lock)
+        self.lock_behind = state.get_meta(LOCK_BEHIND) is not None
+        self.lock_was_behind = self.lock_behind  # from a build that stopped: the lock is rendered whole
+        self.lock_written = False
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -513,7 +593,7 @@ class _Build:
     def clean_summary(self, root_ids: list[str]) -> dict[str, Any] | None:
         """What the last build recorded when it left every query settled, if it still describes
         this build: the same lock, targets and rules."""
-        if self.lock_changed:
+        if self.lock_changed or self.lock_behind:
             return None
         blob = self.state.get_meta(CLEAN)
         if blob is None:
@@ -583,23 +663,48 @@ class _Build:
             self.queries[query.id] = query
 
     def close(self, save: bool = True) -> None:
+        """Commit what this build settled (unless the state is damaged or only read) and close."""
         gc.unfreeze()  # a watch session builds again and again: let this build's graph go
-        if save:
-            if self.hasher.changed_stats:
-                self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
-            used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
-            if used and used != self.sources_seen:
-                self.state.set_meta("sources", json.dumps(used))
-            self.state.close()
-        else:
-            self.state.db.close()
+        if save and not isinstance(self.stopped, StateDamaged):
+            try:
+                if self.hasher.changed_stats:
+                    self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+                used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
+                if used and used != self.sources_seen:
+                    self.state.set_meta("sources", json.dumps(used))
+                self._commit()
+            except sqlite3.Error as exc:
+                # the last commit stands: what came after it is found again by the next build
+                with contextlib.suppress(sqlite3.Error):
+                    self.state.db.execute("ROLLBACK")
+                if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                    self.state.db.close()
+                    raise
+        self.state.db.close()
+
+    def stop(self, exc: BaseException, writing: str) -> bool:
+        """Stop the build if `exc` stops it (a full disk, a damaged state); False if it does not."""
+        stopped = _stop_for(exc, writing)
+        if stopped is None:
+            return False
+        if self.stopped is None:
+            self.stopped = stopped
+        return True
+
+    def _commit(self) -> None:
+        """Commit the state; once memos changed, the same commit says the lock is behind them,
+        so a build stopped before it writes the lock leaves the next build writing all of it."""
+        if self.changed and not self.lock_behind and not self.lock_written:
+            self.state.set_meta(LOCK_BEHIND, "1")
+            self.lock_behind = True
+        self.state.commit()
 
     def _maybe_commit(self) -> None:
         now = time.monotonic()
         if now - self.last_commit >= COMMIT_EVERY_S:
             self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
             self.hasher.changed_stats.clear()
-            self.state.commit()
+            self._commit()
             self.last_commit = now
 
     def _emit(self, event: str, qid: str) -> None:
@@ -714,6 +819,8 @@ class _Build:
         self.settle(root_ids)
         await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
         report.failed = dict(self.failed)
+        if self.stopped is not None:
+            return report  # nothing is collected and no lock written: the caller raises it
         if self.reached is None:
             report.reused = len(self.green) - len(report.executed)
             nothing_ran_and_all_settled = not report.executed and len(self.green) == len(self.memos)
@@ -729,7 +836,8 @@ class _Build:
         for qid, why in self.refused.items():
             report.failed[qid] = why
             report.errors[qid] = Problem(why)  # it names the entry itself
-        if self.changed or not self.engine.lock_path.exists():
+        if self.changed or self.lock_behind or not self.engine.lock_path.exists():
+            self._commit()  # first: the lock only ever describes a committed state
             self._write_lock()
         if self.reached is None:
             self._record_clean(root_ids)
@@ -745,14 +853,23 @@ class _Build:
         # The lock on disk is this state's when this code wrote it (not imported from a pull or
         # a merge) and its hash is the one recorded: then only the queries that changed are
         # rendered again.
-        if not self.lock_changed and self.hasher.hash(self.lock_key) == self.state.get_meta("lock_hash"):
+        # A build that stopped before writing the lock left changes it does not know: all of it.
+        if (not self.lock_changed and not self.lock_was_behind
+                and self.hasher.hash(self.lock_key) == self.state.get_meta("lock_hash")):
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 data = patch_lock(self.engine.lock_path.read_bytes(), self.memos, self.changed)
         if data is None:
             data = render_lock(self.memos if self.reached is None else self.state.load_memos())
-        atomic_write(self.engine.lock_path, data)
+        try:
+            atomic_write(self.engine.lock_path, data)
+        except OSError as exc:
+            self.stopped = self.stopped or _stop_for(exc, f"writing {self.lock_key}") or BuildStopped(
+                f"cannot write {self.lock_key}: {exc.strerror or exc}; the pages are built, run `kbuild` again")
+            return
         digest = hash_bytes(data)
         self.state.set_meta("lock_hash", digest)
+        self.state.delete_meta(LOCK_BEHIND)
+        self.lock_behind, self.lock_written = False, True
         self.hasher.wrote(self.lock_key, digest)
 
     async def demand(self, qid: str, requester: str | None) -> str:
@@ -845,6 +962,8 @@ class _Build:
         query = self._query_for(qid)
         if query is None:
             return self._fail(qid, reason, None)
+        if self.stopped is not None:  # no more model calls or writes: the build is ending
+            return self._fail(qid, f"not run: {self.stopped}", None)
         rule = query.rule
         ctx = Context(self, query)
         self.report.reasons[qid] = reason
@@ -859,6 +978,8 @@ class _Build:
         except Problem as exc:
             return self._fail(qid, str(exc), exc)
         except Exception as exc:  # a rule's bug or bad input: this query fails, others go on
+            # ... unless it is a full disk (a cache entry, a log) or a damaged state: that stops the build
+            self.stop(exc, f"writing {exc.filename}" if getattr(exc, "filename", None) else f"while building {qid}")
             return self._fail(qid, f"{type(exc).__name__}: {exc}", exc)
         digest = hash_bytes(blob)
         cut: Literal["exact", "hook"] | None = None
@@ -889,6 +1010,7 @@ class _Build:
             else:
                 outputs = self._write_outputs(ctx.outputs, memo.outputs if memo else {})
         except OSError as exc:
+            self.stop(exc, f"writing {exc.filename}")
             return self._fail(qid, f"cannot write its output: {exc}", exc)
         notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
         new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs, notes)
@@ -896,7 +1018,12 @@ class _Build:
             self.replaced.setdefault(qid, memo)
             self.dropped |= {d for d, _ in flat(memo.deps) if not d.startswith(FILE)} - {d for d, _ in flat(new.deps)}
         self.memos[qid] = new
-        self.state.save_memo(new, blob)
+        try:
+            self.state.save_memo(new, blob)
+        except sqlite3.Error as exc:
+            if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                raise
+            return self._fail(qid, str(exc), exc)
         self.values[qid] = decode_value(blob)
         self.changed.add(qid)
         self.green[qid] = digest
@@ -904,7 +1031,11 @@ class _Build:
         if cut:
             self.report.cutoff[qid] = cut
         self._emit("done", qid)
-        self._maybe_commit()
+        try:
+            self._maybe_commit()
+        except sqlite3.Error as exc:
+            if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                raise
         return digest
 
     def _fail(self, qid: str, message: str, exc: BaseException | None) -> str:
@@ -926,7 +1057,11 @@ class _Build:
             full = area.path(path)
             # an unchanged file is not touched; a symlink is replaced even when its target matches
             if self.hasher.hash(path) != digest or full.is_symlink():
-                atomic_write(full, data)
+                try:
+                    atomic_write(full, data)
+                except OSError as exc:
+                    exc.filename = path  # the page, not its temporary file: what the user knows
+                    raise
                 self.hasher.wrote(path, digest)
             written[path] = digest
             self.produced.add(path)

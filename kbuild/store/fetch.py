@@ -141,6 +141,9 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
             digest = hash_bytes(data)
             if original.exists() and hash_bytes(original.read_bytes()) == digest:
                 continue
-            atomic_write(original, data)
-            atomic_write(root / store.meta(project, source.id), meta_yml(source, digest, len(data)).encode())
+            try:
+                atomic_write(original, data)
+                atomic_write(root / store.meta(project, source.id), meta_yml(source, digest, len(data)).encode())
+            except OSError as exc:  # a full disk: this source keeps its last copy, and says so
+                problems[project, source.id] = (source.url, f"could not be saved ({exc.strerror or exc})")
     return problems
