@@ -163,3 +163,40 @@ def test_a_full_disk_at_any_write_stops_with_one_line_and_the_next_build_ends_cl
     assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
     assert run(store, "check").exit_code == 0
     assert run(store).output.startswith("0 ran, 61 reused")
+
+
+BIG_PAGES = KBUILDFILE.replace('ctx.write(f"out/{i}.md", answer["text"])',
+                               'ctx.write(f"out/{i}.md", answer["text"] * (20000 if "VERSION 1" in answer["text"] else 1))')
+
+
+def test_a_really_full_disk_stops_the_build_and_after_space_is_freed_it_ends_clean(tmp_path):
+    """The same on a small tmpfs, where the writes that fail are real: SQLite's too."""
+    import subprocess as sp
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    store, clean = tmp_path / "store", tmp_path / "clean"
+    store.mkdir()
+    if sp.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(store)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        make_store(store, 0)
+        (store / "Kbuildfile.py").write_text(BIG_PAGES)
+        assert kbuild(store).wait(timeout=120) == 0
+        make_store(store, 1)  # 20 pages of 380 KB each now: more than the 2 MB the store has
+        (store / "Kbuildfile.py").write_text(BIG_PAGES)
+        full = kbuild(store)
+        out, err = full.communicate(timeout=120)
+        assert full.returncode == 1 and b"Traceback" not in err, err.decode()
+        lines = err.decode().strip().splitlines()
+        assert len(lines) == 1 and "no space left on the device" in lines[0], lines
+        sp.run(["mount", "-o", "remount,size=64m", str(store)], check=True)  # space is freed
+        done = kbuild(store)
+        assert done.wait(timeout=120) == 0, done.communicate()[1].decode()
+        make_store(clean, 1)
+        (clean / "Kbuildfile.py").write_text(BIG_PAGES)
+        assert kbuild(clean).wait(timeout=120) == 0
+        assert tree(store, temporaries=True) == tree(clean)
+        assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    finally:
+        sp.run(["umount", "-l", str(store)], capture_output=True)
