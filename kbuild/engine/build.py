@@ -304,12 +304,16 @@ class Engine:
         Damaged local state is dropped and the build run again from the lock, with a warning:
         each attempt has an event loop of its own, so nothing of the first one runs on."""
         targets = list(targets)
-        kwargs = dict(collect_garbage=collect_garbage, refresh=refresh, observer=observer)
+
+        def attempt() -> Report:
+            return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh,
+                                                observer=observer))
+
         try:
-            return asyncio.run(self.build_async(targets, **kwargs))  # type: ignore[arg-type]
+            return attempt()
         except StateDamaged as exc:
             self.discard_state()
-            report = asyncio.run(self.build_async(targets, **kwargs))  # type: ignore[arg-type]
+            report = attempt()
             report.warnings.setdefault("", []).append(f"{exc}; it was rebuilt from {self.lock_path.name}")
             return report
 
