@@ -868,7 +868,7 @@ class _Build:
             atomic_write(self.engine.lock_path, data)
         except OSError as exc:
             self.stopped = self.stopped or _stop_for(exc, f"writing {self.lock_key}") or BuildStopped(
-                f"cannot write {self.lock_key}: {exc.strerror or exc}; the pages are built, run `kbuild` again")
+                f"cannot write {self.lock_key}: {exc.strerror or exc}; the outputs are written, run `kbuild` again")
             return
         digest = hash_bytes(data)
         self.state.set_meta("lock_hash", digest)
