@@ -25,10 +25,16 @@ class Buildfile:
     max_calls: int
     before_build: Callable[[], list[str]] | None  # work outside the graph (downloads); returns problems
     namespace: dict[str, Any]
+    output_folder: str | None = None  # relative to the root: where every output lies (None: anywhere inside it)
 
     @property
     def root(self) -> Path:
         return self.path.parent
+
+    @property
+    def store(self) -> Path:
+        """The folder of the pages: what `show` may print and where outputs may be written."""
+        return self.root / self.output_folder if self.output_folder else self.root
 
 
 def find(start: Path) -> Path:
@@ -79,4 +85,15 @@ def load(path: Path) -> Buildfile:
     before_build = namespace.get("before_build")
     if before_build is not None and not callable(before_build):
         raise BuildfileError(f"{path}: before_build must be a function")
-    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace)
+    output_folder = namespace.get("output_folder")
+    if output_folder is None:  # the default pipeline's store (kb/) when the Kbuildfile has one
+        kb = next((v for v in namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
+        output_folder = getattr(getattr(kb, "store", None), "root", None)
+    if output_folder is not None and (not isinstance(output_folder, str) or not _inside(output_folder)):
+        raise BuildfileError(f"{path}: output_folder must be a folder inside the project, like \"out\"")
+    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder)
+
+
+def _inside(folder: str) -> bool:
+    parts = Path(folder).parts
+    return bool(parts) and not Path(folder).is_absolute() and ".." not in parts

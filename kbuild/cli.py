@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from . import buildfile
-from .engine import BuildLocked, Engine, LockError, Problem, Query, Report, to_graph
+from .engine import BuildLocked, BuildStopped, Engine, LockError, Problem, Query, Report, to_graph
 
 
 class Session:
@@ -34,7 +34,7 @@ class Session:
             if self.debug and exc.__cause__:
                 raise
             fail(str(exc), code=2)
-        return spec, Engine(spec.root, spec.rules, max_calls=spec.max_calls)
+        return spec, Engine(spec.root, spec.rules, max_calls=spec.max_calls, output_folder=spec.output_folder)
 
     def targets(self, spec: buildfile.Buildfile) -> list[Query]:
         try:
@@ -104,9 +104,14 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         fail(str(exc), code=3)
     except LockError as exc:
         fail(str(exc), code=2)
+    except BuildStopped as exc:
+        fail(str(exc), code=1)
     finally:
         progress.close()
-    save_report(engine, report)
+    try:
+        save_report(engine, report)
+    except OSError as exc:  # the build is done; only `explain` loses its history
+        click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
     harness = spec.namespace.get("harness_file")
     kb = next((v for v in spec.namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
     if harness and report.ok and kb is not None:
@@ -180,8 +185,10 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     """
     from urllib.parse import urlparse
 
+    from pydantic import ValidationError
+
     from .store.layout import BadId, check_id, slugify
-    from .store.sources import Source, SourcesError
+    from .store.sources import Source, SourcesError, one_line
     from .store.sources import add as add_source
 
     spec, _ = session.load()
@@ -204,10 +211,10 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
         check_id("project", project)
         source = Source(id=source_id or slugify(name.rsplit(".", 1)[0]), **fields)
         add_source(spec.root / kb.store.sources_file(project), source)
+    except ValidationError as exc:
+        fail(one_line(exc), code=2)
     except (BadId, SourcesError) as exc:
         fail(str(exc), code=2)
-    except ValueError as exc:
-        fail(str(exc).splitlines()[-1], code=2)
     click.echo(f"added {source.id} to {kb.store.sources_file(project)}; run `kbuild` to build it")
 
 
@@ -274,6 +281,16 @@ def doctor(session: Session) -> None:
         else:
             say("WARN", ".gitignore does not name .kbuild/", "add the line `.kbuild/`")
         engine = Engine(spec.root, spec.rules)
+        state_file = engine.state_dir / "state.db"
+        if state_file.exists():
+            from .engine.state import damage
+
+            damaged = damage(state_file)
+            if damaged is None:
+                say("PASS", f"{state_file.relative_to(spec.root)}: readable")
+            else:
+                say("FAIL", f"{state_file.relative_to(spec.root)} is damaged ({damaged})",
+                    "run `kbuild`: it drops the local state and rebuilds it from kbuild.lock")
         if engine.lock_path.exists():
             try:
                 from .engine import read_lock
@@ -308,17 +325,23 @@ def clean(session: Session, cache: bool) -> None:
     """
     import shutil
 
+    from .engine.build import BuildLock
+
     _, engine = session.load()
     folder = engine.state_dir
     if not folder.exists():
         click.echo("nothing to clean")
         return
-    for item in folder.iterdir():
-        if item.name in ("cache",) and not cache:
-            continue
-        if item.name == "build.lock":
-            continue
-        shutil.rmtree(item) if item.is_dir() else item.unlink()
+    try:
+        with BuildLock(folder):  # a build running now would lose its state under it
+            for item in folder.iterdir():
+                if item.name in ("cache",) and not cache:
+                    continue
+                if item.name == "build.lock":
+                    continue
+                shutil.rmtree(item) if item.is_dir() else item.unlink()
+    except BuildLocked as exc:
+        fail(str(exc), code=3)
     click.echo(f"cleaned {folder}" + ("" if cache else " (the call cache kept; --cache drops it too)"))
 
 
@@ -400,11 +423,11 @@ def show(session: Session, path: Path) -> None:
     from .checks.links import LINK
 
     spec, _ = session.load()
-    page = path if path.is_absolute() else (session.directory / path)
-    if not page.is_file():
-        fail(f"{path} is not a page; `kbuild show kb/index.md` starts at the top", code=2)
-    page = page.resolve()
-    text = page.read_text()
+    page = (path if path.is_absolute() else (session.directory / path)).resolve()
+    if not page.is_relative_to(spec.store.resolve()) or not page.is_file():
+        # resolved first: a link inside the store may lead anywhere
+        fail(f"{path} is not a page of the store; `kbuild show kb/index.md` starts at the top", code=2)
+    text = page.read_text(errors="replace")
     click.echo(text.rstrip())
     parent = page.parent / "index.md" if page.name != "index.md" else page.parent.parent / "index.md"
     root = spec.root
@@ -446,7 +469,7 @@ def watch(session: Session, debounce: int, settle: int) -> None:
         except Exception as exc:  # a Kbuildfile mid-edit: say so, wait for the next save
             click.secho(f"kbuild: {exc}", fg="red", err=True)
             return None
-        engine = Engine(spec.root, spec.rules, max_calls=spec.max_calls)
+        engine = Engine(spec.root, spec.rules, max_calls=spec.max_calls, output_folder=spec.output_folder)
         engines[:] = [engine]
         for problem in spec.before_build() if spec.before_build else []:
             click.secho(f"failed: {problem}", fg="red", err=True)
@@ -454,7 +477,7 @@ def watch(session: Session, debounce: int, settle: int) -> None:
             report = engine.build(targets)
         except BuildLocked as exc:
             return f"not built: {exc}"
-        except LockError as exc:
+        except (LockError, BuildStopped) as exc:
             return f"not built: {exc}"
         save_report(engine, report)
         for qid, message in sorted(report.root_failures().items(), key=lambda item: item[1]):

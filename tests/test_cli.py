@@ -108,3 +108,64 @@ def test_status_groups_what_is_stale_by_what_changed(project):
     out = kbuild(project, "status").output
     assert 'words("b.txt"): its input b.txt changed' in out
     assert "  2 queries stale, 1 pages: out/report.md" in out
+
+
+def test_clean_during_a_build_waits_its_turn_and_deletes_nothing(project):
+    assert kbuild(project).exit_code == 0
+    (project / ".kbuild/cache/ab").mkdir(parents=True)
+    (project / ".kbuild/cache/ab/entry.json").write_text("{}")
+    before = sorted(p.relative_to(project).as_posix() for p in (project / ".kbuild").rglob("*"))
+    with BuildLock(project / ".kbuild"):  # a build is running
+        for args in (["clean"], ["clean", "--cache"]):
+            result = kbuild(project, *args)
+            assert result.exit_code == 3 and "another kbuild" in result.output, result.output
+            assert "Traceback" not in result.output
+    assert sorted(p.relative_to(project).as_posix() for p in (project / ".kbuild").rglob("*")) == before
+    assert kbuild(project, "clean", "--cache").exit_code == 0
+    assert not (project / ".kbuild/cache").exists() and not (project / ".kbuild/state.db").exists()
+
+
+def test_show_prints_pages_of_the_store_and_nothing_else(project, tmp_path_factory):
+    assert kbuild(project).exit_code == 0
+    assert kbuild(project, "show", "out/report.md").output.startswith("- a.txt: 2")
+    outside = tmp_path_factory.mktemp("elsewhere") / "secret.txt"
+    outside.write_text("root:x:0:0\n")
+    (project / "out/link.md").symlink_to(outside)
+    for path in (str(outside), "/etc/passwd", "../" + outside.parent.name + "/secret.txt", "out/link.md"):
+        result = kbuild(project, "show", path)
+        assert result.exit_code == 2 and "root:x" not in result.output, (path, result.output)
+        assert "is not a page of the store" in result.output
+
+
+@pytest.mark.parametrize("damage", ["not a database", "malformed"])
+def test_a_damaged_state_is_rebuilt_from_the_lock_with_one_warning(project, damage):
+    assert kbuild(project).exit_code == 0
+    built = {p: (project / p).read_bytes() for p in ("kbuild.lock", "out/report.md")}
+    state = project / ".kbuild/state.db"
+    data = state.read_bytes()
+    keep = 0 if damage == "not a database" else 100  # SQLite's header alone survives
+    state.write_bytes(data[:keep] + bytes(range(7, 250)) * (len(data) // 243 + 1))
+    doctor = kbuild(project, "doctor")
+    assert doctor.exit_code == 1 and "FAIL  .kbuild/state.db is damaged" in doctor.output, doctor.output
+    assert kbuild(project, "status").output == "up to date: nothing would run\n"  # from the lock alone
+    result = kbuild(project)
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert result.output.count("warning: the local state .kbuild/state.db is damaged") == 1
+    assert "rebuilt from kbuild.lock" in result.output
+    assert {p: (project / p).read_bytes() for p in built} == built
+    assert kbuild(project).output.startswith("0 ran, 3 reused")
+    assert "PASS  .kbuild/state.db: readable" in kbuild(project, "doctor").output
+
+
+def test_doctor_fails_a_lock_with_merge_conflict_markers(project):
+    assert kbuild(project).exit_code == 0
+    lock = project / "kbuild.lock"
+    lines = lock.read_text().splitlines(keepends=True)
+    lock.write_text("".join(["<<<<<<< HEAD\n", *lines, "=======\n", *lines, ">>>>>>> theirs\n"]))
+    doctor = kbuild(project, "doctor")
+    assert doctor.exit_code == 1, doctor.output
+    assert any(line.startswith("FAIL") and "kbuild.lock has merge conflict markers (line 1)" in line
+               for line in doctor.output.splitlines()), doctor.output
+    result = kbuild(project)
+    assert result.exit_code == 2 and "kbuild.lock has merge conflict markers" in result.output
+    assert "Traceback" not in result.output

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 KBUILDFILE = '''
 import time
 from kbuild.engine import rule
@@ -87,3 +89,114 @@ def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
     assert out.decode().startswith("0 ran, 61 reused")  # a new process after a full build runs nothing
     shutil.rmtree(store / ".kbuild")
     assert kbuild(store, "status").communicate(timeout=60)[0].decode().startswith("up to date")
+
+
+DISK_FULL = "No space left on device"
+
+
+def _full_disk_at(site: str, monkeypatch, after: int) -> None:
+    """From the `after`-th write at `site` on, that write fails as on a full disk (and stays
+    failing, as a full disk does, until the test frees it)."""
+    import errno
+    import sqlite3
+
+    from kbuild.engine import build as engine_build
+    from kbuild.engine import callcache
+    from kbuild.engine.state import State
+
+    def os_error(*args, **kwargs):
+        raise OSError(errno.ENOSPC, DISK_FULL)
+
+    def sqlite_error(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    module, name, fault, applies = {
+        "page": (engine_build, "atomic_write", os_error, lambda path, *_: "/out/" in str(path)),
+        "lock": (engine_build, "atomic_write", os_error, lambda path, *_: str(path).endswith("kbuild.lock")),
+        "cache": (callcache, "atomic_write", os_error, lambda *_: True),
+        "memo": (State, "save_memo", sqlite_error, lambda *_: True),
+        "commit": (State, "commit", sqlite_error, lambda *_: True),
+        "stats": (State, "save_stats", sqlite_error, lambda *_: True),
+    }[site]
+    real = getattr(module, name)
+    seen = []
+
+    def failing(*args, **kwargs):
+        checked = args[1:] if module is State else args
+        if applies(*checked):
+            seen.append(1)
+            if len(seen) >= after:
+                fault()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, failing)
+
+
+@pytest.mark.parametrize("site", ["page", "lock", "cache", "memo", "commit", "stats"])
+def test_a_full_disk_at_any_write_stops_with_one_line_and_the_next_build_ends_clean(site, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    def run(folder: Path, *args: str):
+        return CliRunner().invoke(main, ["-C", str(folder), *args])
+
+    store, clean = tmp_path / "store", tmp_path / "clean"
+    make_store(store, 0)
+    assert run(store).exit_code == 0
+    make_store(store, 1)  # a third of the sources change: the build has real work to stop in
+    an_hour_ago = time.time() - 3600
+    for source in (store / "src").iterdir():  # old enough for their stats to be cached (not "racy")
+        os.utime(source, (an_hour_ago, an_hour_ago))
+    with monkeypatch.context() as patch:
+        _full_disk_at(site, patch, after=1 if site in ("lock", "commit", "stats") else 5)
+        stopped = run(store)
+    assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
+    lines = stopped.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
+    assert "free some space and run `kbuild` again" in lines[0]
+    done = run(store)
+    assert done.exit_code == 0, done.output
+    make_store(clean, 1)
+    assert run(clean).exit_code == 0
+    assert tree(store, temporaries=True) == tree(clean)
+    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    assert run(store, "check").exit_code == 0
+    assert run(store).output.startswith("0 ran, 61 reused")
+
+
+BIG_PAGES = KBUILDFILE.replace('ctx.write(f"out/{i}.md", answer["text"])',
+                               'ctx.write(f"out/{i}.md", answer["text"] * (20000 if "VERSION 1" in answer["text"] else 1))')
+
+
+def test_a_really_full_disk_stops_the_build_and_after_space_is_freed_it_ends_clean(tmp_path):
+    """The same on a small tmpfs, where the writes that fail are real: SQLite's too."""
+    import subprocess as sp
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    store, clean = tmp_path / "store", tmp_path / "clean"
+    store.mkdir()
+    if sp.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(store)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        make_store(store, 0)
+        (store / "Kbuildfile.py").write_text(BIG_PAGES)
+        assert kbuild(store).wait(timeout=120) == 0
+        make_store(store, 1)  # 20 pages of 380 KB each now: more than the 2 MB the store has
+        (store / "Kbuildfile.py").write_text(BIG_PAGES)
+        full = kbuild(store)
+        out, err = full.communicate(timeout=120)
+        assert full.returncode == 1 and b"Traceback" not in err, err.decode()
+        lines = err.decode().strip().splitlines()
+        assert len(lines) == 1 and "no space left on the device" in lines[0], lines
+        sp.run(["mount", "-o", "remount,size=64m", str(store)], check=True)  # space is freed
+        done = kbuild(store)
+        assert done.wait(timeout=120) == 0, done.communicate()[1].decode()
+        make_store(clean, 1)
+        (clean / "Kbuildfile.py").write_text(BIG_PAGES)
+        assert kbuild(clean).wait(timeout=120) == 0
+        assert tree(store, temporaries=True) == tree(clean)
+        assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    finally:
+        sp.run(["umount", "-l", str(store)], capture_output=True)

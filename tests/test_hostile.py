@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from documents import scripted_kbuildfile
 from model_replies import answer
@@ -149,7 +150,7 @@ def test_a_full_disk_fails_the_page_with_a_clear_line_and_leaves_nothing_half_wr
     monkeypatch.setattr(engine_build, "atomic_write", full)
     (tmp_path / "a.md").write_text("# A\n\nOther words.\n")
     result = kbuild(tmp_path)
-    assert result.exit_code == 1 and "cannot write its output: [Errno 28] No space left on device" in result.output
+    assert result.exit_code == 1 and "no space left on the device (writing kb/p/facts/a/a.md)" in result.output
     fact = tmp_path / "kb/p/facts/a/a.md"
     assert fact.read_bytes() == before[fact]  # the old page, whole
     monkeypatch.setattr(engine_build, "atomic_write", real)
@@ -172,3 +173,228 @@ def test_every_kind_of_credential_is_found_and_redacted():
     for kind, text in samples.items():
         assert find_secrets(f"Some words. {text} More words.") == [kind]
         assert MARKER in redact(text) and text not in redact(text)
+
+
+def test_a_bad_url_is_refused_by_add_and_fails_only_its_source_when_listed(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "good.md").write_text("# Good\n\nA fine source.\n")
+    assert kbuild(tmp_path, "add", "p", "good.md").exit_code == 0
+    for url, why in (("https://exa mple.com/x.md", "contains a space"),
+                     ("http://127.0.0.1:abc/x.md", "invalid port number"),
+                     ("http:///x.md", "has no host")):
+        result = kbuild(tmp_path, "add", "p", url, "--id", "bad")
+        assert result.exit_code == 2 and why in result.output and "Traceback" not in result.output, result.output
+        assert "errors.pydantic.dev" not in result.output
+    assert "bad" not in (tmp_path / "kb/p/sources.yml").read_text()
+    with (tmp_path / "kb/p/sources.yml").open("a") as listing:  # written by hand instead
+        listing.write("  - id: spaced\n    url: https://exa mple.com/x.md\n"
+                      "  - id: port\n    url: http://127.0.0.1:abc/x.md\n")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "source spaced: url: url 'https://exa mple.com/x.md' contains a space" in result.output
+    assert "source port: url: url 'http://127.0.0.1:abc/x.md' is not a valid url (invalid port number)" in result.output
+    assert (tmp_path / "kb/p/facts/good/good.md").exists()
+
+
+def test_an_id_with_a_space_is_refused_with_what_an_id_may_contain(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nWords.\n")
+    result = kbuild(tmp_path, "add", "p", "a.md", "--id", "A B")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "source id 'A B' must be 1-80 lowercase letters, digits" in result.output, result.output
+
+
+def run_kbuild(root: Path, *args: str, timeout: float = 240) -> tuple[int, str, int]:
+    """kbuild in a process of its own: (exit code, output, its peak memory in MiB). The timeout
+    is generous: it only turns a hang into a failure."""
+    import subprocess
+    import sys
+
+    script = ("import resource, sys\nfrom kbuild.cli import main\n"
+              "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
+              "print(f'peak-rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
+              "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", script, "-C", str(root), *args], capture_output=True,
+                          text=True, timeout=timeout)
+    output, _, peak = (done.stdout + done.stderr).rpartition("peak-rss ")
+    return done.returncode, output, int(peak) // 1024
+
+
+def test_a_fifo_named_as_a_source_is_refused_not_waited_on(tmp_path):
+    import os
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "good.md").write_text("# Good\n\nA fine source.\n")
+    (tmp_path / "was-a-file.md").write_text("# Later a pipe\n\nFor now a file.\n")
+    for name in ("good.md", "was-a-file.md"):
+        assert kbuild(tmp_path, "add", "p", name).exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    os.mkfifo(tmp_path / "pipe.md")
+    with (tmp_path / "kb/p/sources.yml").open("a") as listing:
+        listing.write("  - id: pipe\n    path: pipe.md\n")
+    (tmp_path / "was-a-file.md").unlink()
+    os.mkfifo(tmp_path / "was-a-file.md")  # a recorded input, hashed to verify its pages
+    code, output, _ = run_kbuild(tmp_path)
+    assert code == 1 and "Traceback" not in output, output
+    assert "p/pipe: pipe.md is not a regular file" in output
+    assert "p/was-a-file: was-a-file.md is not a regular file" in output
+    assert "For now a file." in (tmp_path / "kb/p/facts/was-a-file/text.md").read_text()  # kept
+    assert (tmp_path / "kb/p/facts/good/good.md").exists()
+
+
+def test_a_huge_source_is_refused_by_its_size_before_it_is_read(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "good.md").write_text("# Good\n\nA fine source.\n")
+    assert kbuild(tmp_path, "add", "p", "good.md").exit_code == 0
+    with (tmp_path / "huge.md").open("wb") as huge:
+        huge.truncate(2**30)  # sparse: 1 GiB to read, no disk used
+    assert kbuild(tmp_path, "add", "p", "huge.md").exit_code == 0
+    code, output, peak_mib = run_kbuild(tmp_path)
+    assert code == 1 and "Traceback" not in output, output
+    assert "p/huge: huge.md is 1024 MiB, larger than the 100 MiB limit" in output
+    assert not (tmp_path / "kb/p/raw/huge").exists()  # never copied
+    assert peak_mib < 400, peak_mib  # the file was never held in memory (1 GiB before)
+    assert (tmp_path / "kb/p/facts/good/good.md").exists()
+
+
+def test_a_download_has_a_total_deadline_a_full_length_and_http_redirects_only(tmp_path):
+    import http.server
+    import threading
+    import time
+
+    from kbuild.store.fetch import FetchError, download
+
+    stop = threading.Event()
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            if self.path == "/trickle":  # one byte every half second, for a minute
+                self.send_response(200)
+                self.end_headers()
+                for _ in range(120):
+                    if stop.wait(0.5):
+                        return
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+            elif self.path == "/short":  # announces 100 bytes, sends 18, hangs up
+                self.send_response(200)
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                self.wfile.write(b"# Eighteen bytes.\n")
+            elif self.path.startswith("/to-"):
+                self.send_response(302)
+                self.send_header("Location", {"/to-ftp": "ftp://example.com/x.md",
+                                              "/to-file": "file:///etc/passwd"}[self.path])
+                self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        started = time.monotonic()
+        with pytest.raises(FetchError, match="did not finish within 2 s"):
+            download(f"{base}/trickle", tmp_path, timeout=2)
+        assert time.monotonic() - started < 30  # 2 s and one read's wait; a minute before
+        with pytest.raises(FetchError, match="cut short: 18 of the 100 bytes"):
+            download(f"{base}/short", tmp_path)
+        for path, target in (("/to-ftp", "ftp://example.com/x.md"), ("/to-file", "file:///etc/passwd")):
+            with pytest.raises(FetchError, match=f"redirects to {target}; only http and https"):
+                download(base + path, tmp_path)
+    finally:
+        stop.set()
+        server.shutdown()
+
+
+def test_a_symlink_in_the_store_is_replaced_never_written_through(tmp_path, tmp_path_factory):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nFirst words.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    victims = {name: elsewhere / name for name in ("via-temporary", "via-page", "via-lock")}
+    for name, victim in victims.items():
+        victim.write_text(f"precious {name}\n")
+    facts = tmp_path / "kb/p/facts/a"
+    # a committed symlink under the temporary name a build once used for text.md
+    (facts / ".text.md.kbuild-tmp").symlink_to(victims["via-temporary"])
+    (facts / "a.md").unlink()
+    (facts / "a.md").symlink_to(victims["via-page"])  # a page that is a symlink
+    victims["via-lock"].write_bytes((tmp_path / "kbuild.lock").read_bytes())
+    (tmp_path / "kbuild.lock").unlink()
+    (tmp_path / "kbuild.lock").symlink_to(victims["via-lock"])
+    lock_before = victims["via-lock"].read_bytes()
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 1
+    for rel in ("kb/p/facts/a/a.md", "kb/p/facts/a/.text.md.kbuild-tmp"):
+        assert f"{rel}: a symlink: a build must never write through it" in check.output, check.output
+    (tmp_path / "a.md").write_text("# A\n\nOther words.\n")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    for name, victim in victims.items():
+        expected = lock_before if name == "via-lock" else f"precious {name}\n".encode()
+        assert victim.read_bytes() == expected, name
+    for path in (facts / "a.md", facts / "text.md", tmp_path / "kbuild.lock"):
+        assert path.is_file() and not path.is_symlink(), path
+    assert b"Other words." in (facts / "a.md").read_bytes()
+    # the link under a temporary name is not kbuild's to delete: check names it until it is removed
+    assert [p.name for p in (tmp_path / "kb").rglob("*") if p.is_symlink()] == [".text.md.kbuild-tmp"]
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 1 and "1 problems" in check.output, check.output
+    (facts / ".text.md.kbuild-tmp").unlink()
+    assert kbuild(tmp_path, "check").exit_code == 0
+
+
+def test_two_writers_of_one_cache_entry_never_collide(tmp_path, monkeypatch):
+    from kbuild.engine import files
+
+    target = tmp_path / "ab" / "entry.json"
+    real_fsync = files.os.fsync
+    inner_done = []
+
+    def fsync_then_let_the_other_writer_in(fd):  # the second writer runs while the first is mid-write
+        real_fsync(fd)
+        if not inner_done:
+            inner_done.append(True)
+            files.atomic_write(target, b"second")
+
+    monkeypatch.setattr(files.os, "fsync", fsync_then_let_the_other_writer_in)
+    files.atomic_write(target, b"first")
+    assert target.read_bytes() == b"first"  # the last rename wins, whole
+    assert [p.name for p in target.parent.iterdir()] == ["entry.json"]  # no temporary left
+
+
+def test_a_lock_entry_cannot_make_a_build_delete_what_it_did_not_write(tmp_path):
+    from kbuild.engine.hashing import hash_bytes
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nFirst words.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git/HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "kb/p/notes.md").write_text("my notes\n")
+    precious = [".git/HEAD", "Kbuildfile.py", "a.md", "kb/p/sources.yml", "kb/p/notes.md"]
+    before = {rel: (tmp_path / rel).read_bytes() for rel in precious}
+    lock = json.loads((tmp_path / "kbuild.lock").read_text())
+
+    def entry(name, outputs):  # each output with the hash of its content now: a careful forger
+        lock["queries"][f'raw("p","{name}")'] = {
+            "rule": "raw", "key": ["p", name], "fingerprint": "f", "hash": "h", "deps": [],
+            "outputs": {rel: hash_bytes(before[rel]) if hashed else "0" * 32 for rel, hashed in outputs}}
+
+    entry("outside", [(".git/HEAD", True), ("Kbuildfile.py", True), ("a.md", True)])
+    entry("people-write-it", [("kb/p/sources.yml", True)])  # inside the store, but an input
+    entry("not-ours", [("kb/p/notes.md", False)])  # inside the store, not what kbuild wrote
+    (tmp_path / "kbuild.lock").write_text(json.dumps(lock, indent=1))
+    result = kbuild(tmp_path)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert ("""kbuild.lock: the entry raw("p","outside") was ignored: output path '.git/HEAD' is outside kb/"""
+            in result.output), result.output
+    assert "kept kb/p/notes.md, which no query produces any more" in result.output
+    assert {rel: (tmp_path / rel).read_bytes() for rel in precious} == before
+    assert "outside" not in (tmp_path / "kbuild.lock").read_text()  # written again without the entries
+    assert kbuild(tmp_path).exit_code == 0 and {rel: (tmp_path / rel).read_bytes() for rel in precious} == before

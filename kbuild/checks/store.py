@@ -33,6 +33,9 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     findings: list[Finding] = []
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
 
+    for why in inspection.refused.values():
+        findings.append(Finding(engine.lock_path.name, why, "take kbuild.lock from a commit you trust, then run `kbuild`"))
+
     for qid, (reason, _) in sorted(stale.items()):
         memo = memos.get(qid)
         if memo is None:
@@ -123,6 +126,10 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
     findings = []
     for file in sorted((root / store_root).rglob("*")):
         rel = file.relative_to(root).as_posix()
+        if file.is_symlink():  # kbuild writes only regular files: a link here is someone else's
+            findings.append(Finding(rel, "a symlink: a build must never write through it to where it points",
+                                    f"rm {rel}  (then `kbuild` writes the page again)"))
+            continue
         if not file.is_file() or "/raw/" in f"/{rel}" or file.name == "sources.yml" or rel in produced:
             continue
         if file.name.endswith(TEMP_SUFFIX):

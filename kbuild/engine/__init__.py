@@ -2,7 +2,7 @@
 
 It knows queries, rules, files and hashes; what the rules compute is not its business.
 """
-from .build import BuildLocked, Context, CycleError, Engine, Problem, QueryFailed, Report
+from .build import BuildLocked, BuildStopped, Context, CycleError, Engine, Problem, QueryFailed, Report
 from .callcache import CallCache
 from .files import PathEscapesRoot
 from .graph import to_graph
@@ -11,6 +11,6 @@ from .rule import Query, Rule, rule
 from .state import Memo
 
 __all__ = [
-    "BuildLocked", "CallCache", "Context", "CycleError", "Engine", "LockError", "Memo",
+    "BuildLocked", "BuildStopped", "CallCache", "Context", "CycleError", "Engine", "LockError", "Memo",
     "PathEscapesRoot", "Problem", "Query", "QueryFailed", "Report", "Rule", "read_lock", "rule", "to_graph",
 ]

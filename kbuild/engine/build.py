@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import gc
 import inspect
 import json
 import os
+import sqlite3
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .callcache import CallCache
-from .files import TEMP_SUFFIX, FileHasher, atomic_write, output_path
+from .files import TEMP_SUFFIX, FileHasher, OutputArea, atomic_write
 from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_bytes
 from . import rule as rules_module
 from .lockfile import patch_lock, read_lock, render_lock
@@ -36,6 +38,10 @@ from .state import DepGroup, Memo, State, flat
 
 FILE = "file:"
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
+# meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
+# so the next build writes the whole lock again, whatever it runs
+LOCK_BEHIND = "lock_behind"
+SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 11, 13, 26
 COMMIT_EVERY_S = 1.0
 
 Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done", "fail"
@@ -43,6 +49,41 @@ Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done
 
 class BuildLocked(RuntimeError):
     pass
+
+
+class BuildStopped(RuntimeError):
+    """A build that cannot go on (the disk is full): one line for the user. What finished is
+    kept (its pages, its memos, its cached calls); the lock is not written, so it never names
+    a state that was not committed."""
+
+
+class StateDamaged(BuildStopped):
+    """The local state is not a readable database. It is a cache of the lock and the files,
+    so it is dropped and the build starts again from the lock."""
+
+
+def out_of_space(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL
+                                               or "database or disk is full" in str(exc))
+
+
+def state_damaged(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.DatabaseError) and (
+        code is not None and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
+        or "malformed" in str(exc) or "not a database" in str(exc))
+
+
+def _stop_for(exc: BaseException, where: str) -> BuildStopped | None:
+    """The BuildStopped an error `where` means, or None when it fails one query only."""
+    if out_of_space(exc):
+        return BuildStopped(f"no space left on the device ({where}); free some space and run "
+                            "`kbuild` again (what was built is kept)")
+    if state_damaged(exc):
+        return StateDamaged(f"the local state .kbuild/state.db is damaged ({exc})")
+    return None
 
 
 class CycleError(RuntimeError):
@@ -203,7 +244,7 @@ class Context:
     def write(self, path: str, data: bytes | str) -> None:
         """Produce a file (relative to the root). It is written when the rule succeeds, atomically,
         and removed when a later run of this query no longer produces it."""
-        output_path(self._build.engine.root, path)  # refuse an escaping path now, in the rule
+        self._build.engine.outputs.path(path)  # refuse a path outside the outputs' folder now, in the rule
         self.outputs[Path(path).as_posix()] = data.encode() if isinstance(data, str) else bytes(data)
 
     async def call(
@@ -228,7 +269,10 @@ class Engine:
         cache_dir: Path | None = None,
         max_calls: int = 4,
         cutoff_hooks: bool = True,
+        output_folder: str | None = None,
     ) -> None:
+        """`output_folder` (relative to the root) is where every output lies: a rule writing
+        elsewhere fails, and a lock naming an output elsewhere has that entry refused."""
         self.root = Path(root).resolve()
         self.cutoff_hooks = cutoff_hooks  # False: exact cutoff only (`kbuild build --cutoff exact`)
         self.rules: dict[str, Rule] = {}
@@ -239,6 +283,7 @@ class Engine:
         env_cache = os.environ.get("KBUILD_CACHE_DIR")
         self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.state_dir / "cache")
         self.max_calls = max_calls
+        self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
 
     def register(self, r: Rule) -> None:
         known = self.rules.setdefault(r.name, r)
@@ -254,8 +299,29 @@ class Engine:
         observer: Observer | None = None,
     ) -> Report:
         """Bring `targets` up to date. With `collect_garbage`, queries no target reaches any more
-        are forgotten and their files removed (pass False when building a subset)."""
-        return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh, observer=observer))
+        are forgotten and their files removed (pass False when building a subset).
+
+        Damaged local state is dropped and the build run again from the lock, with a warning:
+        each attempt has an event loop of its own, so nothing of the first one runs on."""
+        targets = list(targets)
+
+        def attempt() -> Report:
+            return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh,
+                                                observer=observer))
+
+        try:
+            return attempt()
+        except StateDamaged as exc:
+            self.discard_state()
+            report = attempt()
+            report.warnings.setdefault("", []).append(f"{exc}; it was rebuilt from {self.lock_path.name}")
+            return report
+
+    def discard_state(self) -> None:
+        """Remove the local state database (and SQLite's files beside it); the lock rebuilds it."""
+        with BuildLock(self.state_dir):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                (self.state_dir / f"state.db{suffix}").unlink(missing_ok=True)
 
     async def build_async(
         self,
@@ -267,11 +333,22 @@ class Engine:
     ) -> Report:
         targets = list(targets)
         with BuildLock(self.state_dir):
-            build = _Build(self, State(self.state_dir / "state.db"), refresh, observer)
             try:
-                return await build.run(targets, collect_garbage)
+                state = State(self.state_dir / "state.db")
+            except sqlite3.Error as exc:
+                raise _stop_for(exc, "writing the local state .kbuild/state.db") or exc from None
+            build = _Build(self, state, refresh, observer)
+            try:
+                report = await build.run(targets, collect_garbage)
+            except sqlite3.Error as exc:  # the state failed outside any query
+                if not build.stop(exc, "writing the local state .kbuild/state.db"):
+                    raise
+                report = build.report
             finally:
                 build.close()
+            if build.stopped is not None:
+                raise build.stopped
+            return report
 
     def plan(self, targets: Iterable[Query]) -> dict[str, str]:
         """What a build would run and why, without running anything: a dry run.
@@ -326,7 +403,7 @@ class Engine:
                             stale[reader] = (f"it is built on {qid}, which is out of date", stale[qid][1])
                             nxt.append(reader)
                 frontier = sorted(nxt)
-            return Inspection(dict(memos), stale)
+            return Inspection(dict(memos), stale, dict(build.refused))
 
     def value(self, query: Query) -> Any:
         """The stored value of a query as the last build left it, without running anything."""
@@ -350,7 +427,13 @@ class Engine:
         """A build that only reads: local state when there is some, else the lock alone in memory
         (a fresh clone), and nothing written either way."""
         state_file = self.state_dir / "state.db"
-        build = _Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
+        try:
+            build = _Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
+        except sqlite3.DatabaseError as exc:
+            if not state_damaged(exc):
+                raise
+            # a cache that cannot be read: the lock alone says what was built (the next build repairs it)
+            build = _Build(self, State(None), False, None, read_only=True)
         try:
             yield build
         finally:
@@ -361,6 +444,7 @@ class Engine:
 class Inspection:
     memos: dict[str, Memo]
     stale: dict[str, tuple[str, str]]  # query id -> (why, the query whose own change it comes from)
+    refused: dict[str, str] = field(default_factory=dict)  # lock entries not taken in, and why
 
 
 def _takes_context(hook: Callable[..., Any]) -> bool:
@@ -438,6 +522,14 @@ class _Build:
         self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
         self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
         self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load
+        self.read_removals: dict[str, str] = {}  # files to remove once no query reads them: path -> hash
+        self.produced: set[str] = set()  # every output a query produced in this build
+        self.refused: dict[str, str] = {}  # lock entries not taken in, and why
+        self.stopped: BuildStopped | None = None
+        # the committed memos are ahead of the lock on disk (set by _commit, cleared with the lock)
+        self.lock_behind = state.get_meta(LOCK_BEHIND) is not None
+        self.lock_was_behind = self.lock_behind  # from a build that stopped: the lock is rendered whole
+        self.lock_written = False
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -480,8 +572,19 @@ class _Build:
                 green[qid] = memo.hash
 
     def _import_lock(self) -> None:
-        """Take the graph from the lock when it changed under us (a fresh clone, a git pull)."""
+        """Take the graph from the lock when it changed under us (a fresh clone, a git pull).
+
+        An entry naming an output where no output may be (outside the outputs' folder, in .git,
+        the lock itself) is refused: a lock is a file anyone can edit in a pull request, and its
+        outputs are files a build may remove."""
         imported = read_lock(self.engine.lock_path)
+        for qid, memo in list(imported.items()):
+            why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
+            if why is not None:
+                del imported[qid]
+                self.refused[qid] = (f"{self.lock_key}: the entry {qid} was ignored: {why}; "
+                                     "review the change that brought it")
+                self.changed.add(qid)  # the lock is written again without it
         if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
             keep = {q for q, m in imported.items() if self.memos.get(q) == m}
             self.state.replace_memos(imported.values(), keep_values_of=keep)
@@ -494,7 +597,7 @@ class _Build:
     def clean_summary(self, root_ids: list[str]) -> dict[str, Any] | None:
         """What the last build recorded when it left every query settled, if it still describes
         this build: the same lock, targets and rules."""
-        if self.lock_changed:
+        if self.lock_changed or self.lock_behind:
             return None
         blob = self.state.get_meta(CLEAN)
         if blob is None:
@@ -564,23 +667,48 @@ class _Build:
             self.queries[query.id] = query
 
     def close(self, save: bool = True) -> None:
+        """Commit what this build settled (unless the state is damaged or only read) and close."""
         gc.unfreeze()  # a watch session builds again and again: let this build's graph go
-        if save:
-            if self.hasher.changed_stats:
-                self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
-            used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
-            if used and used != self.sources_seen:
-                self.state.set_meta("sources", json.dumps(used))
-            self.state.close()
-        else:
-            self.state.db.close()
+        if save and not isinstance(self.stopped, StateDamaged):
+            try:
+                if self.hasher.changed_stats:
+                    self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+                used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
+                if used and used != self.sources_seen:
+                    self.state.set_meta("sources", json.dumps(used))
+                self._commit()
+            except sqlite3.Error as exc:
+                # the last commit stands: what came after it is found again by the next build
+                with contextlib.suppress(sqlite3.Error):
+                    self.state.db.execute("ROLLBACK")
+                if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                    self.state.db.close()
+                    raise
+        self.state.db.close()
+
+    def stop(self, exc: BaseException, writing: str) -> bool:
+        """Stop the build if `exc` stops it (a full disk, a damaged state); False if it does not."""
+        stopped = _stop_for(exc, writing)
+        if stopped is None:
+            return False
+        if self.stopped is None:
+            self.stopped = stopped
+        return True
+
+    def _commit(self) -> None:
+        """Commit the state; once memos changed, the same commit says the lock is behind them,
+        so a build stopped before it writes the lock leaves the next build writing all of it."""
+        if self.changed and not self.lock_behind and not self.lock_written:
+            self.state.set_meta(LOCK_BEHIND, "1")
+            self.lock_behind = True
+        self.state.commit()
 
     def _maybe_commit(self) -> None:
         now = time.monotonic()
         if now - self.last_commit >= COMMIT_EVERY_S:
             self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
             self.hasher.changed_stats.clear()
-            self.state.commit()
+            self._commit()
             self.last_commit = now
 
     def _emit(self, event: str, qid: str) -> None:
@@ -695,6 +823,8 @@ class _Build:
         self.settle(root_ids)
         await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
         report.failed = dict(self.failed)
+        if self.stopped is not None:
+            return report  # nothing is collected and no lock written: the caller raises it
         if self.reached is None:
             report.reused = len(self.green) - len(report.executed)
             nothing_ran_and_all_settled = not report.executed and len(self.green) == len(self.memos)
@@ -706,7 +836,12 @@ class _Build:
             self._collect_dropped(root_ids)
             report.reused = summary["queries"] - len(self.dead.keys() | {q for q in report.executed if q in self.replaced})
             self._check_new_outputs()
-        if self.changed or not self.engine.lock_path.exists():
+        self._finish_removals()
+        for qid, why in self.refused.items():
+            report.failed[qid] = why
+            report.errors[qid] = Problem(why)  # it names the entry itself
+        if self.changed or self.lock_behind or not self.engine.lock_path.exists():
+            self._commit()  # first: the lock only ever describes a committed state
             self._write_lock()
         if self.reached is None:
             self._record_clean(root_ids)
@@ -722,14 +857,23 @@ class _Build:
         # The lock on disk is this state's when this code wrote it (not imported from a pull or
         # a merge) and its hash is the one recorded: then only the queries that changed are
         # rendered again.
-        if not self.lock_changed and self.hasher.hash(self.lock_key) == self.state.get_meta("lock_hash"):
+        # A build that stopped before writing the lock left changes it does not know: all of it.
+        if (not self.lock_changed and not self.lock_was_behind
+                and self.hasher.hash(self.lock_key) == self.state.get_meta("lock_hash")):
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 data = patch_lock(self.engine.lock_path.read_bytes(), self.memos, self.changed)
         if data is None:
             data = render_lock(self.memos if self.reached is None else self.state.load_memos())
-        atomic_write(self.engine.lock_path, data)
+        try:
+            atomic_write(self.engine.lock_path, data)
+        except OSError as exc:
+            self.stopped = self.stopped or _stop_for(exc, f"writing {self.lock_key}") or BuildStopped(
+                f"cannot write {self.lock_key}: {exc.strerror or exc}; the outputs are written, run `kbuild` again")
+            return
         digest = hash_bytes(data)
         self.state.set_meta("lock_hash", digest)
+        self.state.delete_meta(LOCK_BEHIND)
+        self.lock_behind, self.lock_written = False, True
         self.hasher.wrote(self.lock_key, digest)
 
     async def demand(self, qid: str, requester: str | None) -> str:
@@ -822,6 +966,8 @@ class _Build:
         query = self._query_for(qid)
         if query is None:
             return self._fail(qid, reason, None)
+        if self.stopped is not None:  # no more model calls or writes: the build is ending
+            return self._fail(qid, f"not run: {self.stopped}", None)
         rule = query.rule
         ctx = Context(self, query)
         self.report.reasons[qid] = reason
@@ -836,6 +982,8 @@ class _Build:
         except Problem as exc:
             return self._fail(qid, str(exc), exc)
         except Exception as exc:  # a rule's bug or bad input: this query fails, others go on
+            # ... unless it is a full disk (a cache entry, a log) or a damaged state: that stops the build
+            self.stop(exc, f"writing {exc.filename}" if getattr(exc, "filename", None) else f"while building {qid}")
             return self._fail(qid, f"{type(exc).__name__}: {exc}", exc)
         digest = hash_bytes(blob)
         cut: Literal["exact", "hook"] | None = None
@@ -866,6 +1014,7 @@ class _Build:
             else:
                 outputs = self._write_outputs(ctx.outputs, memo.outputs if memo else {})
         except OSError as exc:
+            self.stop(exc, f"writing {exc.filename}")
             return self._fail(qid, f"cannot write its output: {exc}", exc)
         notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
         new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs, notes)
@@ -873,7 +1022,12 @@ class _Build:
             self.replaced.setdefault(qid, memo)
             self.dropped |= {d for d, _ in flat(memo.deps) if not d.startswith(FILE)} - {d for d, _ in flat(new.deps)}
         self.memos[qid] = new
-        self.state.save_memo(new, blob)
+        try:
+            self.state.save_memo(new, blob)
+        except sqlite3.Error as exc:
+            if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                raise
+            return self._fail(qid, str(exc), exc)
         self.values[qid] = decode_value(blob)
         self.changed.add(qid)
         self.green[qid] = digest
@@ -881,7 +1035,11 @@ class _Build:
         if cut:
             self.report.cutoff[qid] = cut
         self._emit("done", qid)
-        self._maybe_commit()
+        try:
+            self._maybe_commit()
+        except sqlite3.Error as exc:
+            if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                raise
         return digest
 
     def _fail(self, qid: str, message: str, exc: BaseException | None) -> str:
@@ -896,24 +1054,51 @@ class _Build:
         return all(self.hasher.hash(p) == d for p, d in memo.outputs.items())
 
     def _write_outputs(self, produced: dict[str, bytes], previous: dict[str, str]) -> dict[str, str]:
-        root = self.engine.root
+        area = self.engine.outputs
         written: dict[str, str] = {}
         for path, data in sorted(produced.items()):
             digest = hash_bytes(data)
-            if self.hasher.hash(path) != digest:  # an unchanged file is not touched
-                atomic_write(output_path(root, path), data)
+            full = area.path(path)
+            # an unchanged file is not touched; a symlink is replaced even when its target matches
+            if self.hasher.hash(path) != digest or full.is_symlink():
+                try:
+                    atomic_write(full, data)
+                except OSError as exc:
+                    exc.filename = path  # the page, not its temporary file: what the user knows
+                    raise
                 self.hasher.wrote(path, digest)
             written[path] = digest
+            self.produced.add(path)
         for path in previous.keys() - written.keys():
-            self._remove_output(path)
+            self._remove_output(path, previous[path])
         return written
 
-    def _remove_output(self, path: str) -> None:
-        full = output_path(self.engine.root, path)
-        try:
-            full.unlink()
-        except FileNotFoundError:
-            pass
+    def _remove_output(self, path: str, recorded: str) -> None:
+        """Remove a file a query no longer produces, if it is still what kbuild wrote: never a
+        file outside the outputs' folder, one whose content is not the recorded one (edited by
+        hand, or never ours), or one a query reads (until it is read no more: see
+        _finish_removals)."""
+        if path in self.produced:  # another query makes it now
+            return
+        full = self.engine.root / path
+        why = self.engine.outputs.problem(path)
+        if why is None and full.is_symlink():
+            why = f"{path} is a symlink now, not the file kbuild wrote"
+        if why is None:
+            current = self.hasher.hash(path)
+            if current == ABSENT:
+                return
+            if current != recorded:
+                why = f"{path} is not what kbuild wrote there (edited by hand?)"
+        if why is None and self.state.readers([FILE + path]):
+            self.read_removals[path] = recorded  # a query still reads it; decided at the end
+            return
+        if why is not None:
+            self.report.warnings.setdefault(path, []).append(f"kept {path}, which no query produces any more: {why}; "
+                                                             "remove it yourself if it is not wanted")
+            return
+        full.unlink(missing_ok=True)
+        self.hasher.forget(path)
         for folder in full.parents:  # folders the removed files leave empty go too
             if folder == self.engine.root or not folder.is_relative_to(self.engine.root):
                 break
@@ -921,8 +1106,16 @@ class _Build:
                 folder.rmdir()
             except OSError:  # not empty (or gone): stop climbing
                 break
-        self.hasher.forget(path)
         self.report.removed.append(path)
+
+    def _finish_removals(self) -> None:
+        """Remove the files that were read when their writer stopped producing them, if no
+        query reads them now (a raw copy under its old name), and keep those still read (a file
+        a person writes, which a hostile lock named as an output)."""
+        pending, self.read_removals = self.read_removals, {}
+        for path, recorded in sorted(pending.items()):
+            if not self.state.readers([FILE + path]) and not self.state.writers([path]):
+                self._remove_output(path, recorded)
 
     async def value_of(self, qid: str) -> Any:
         """The value of a settled query, or its QueryFailed."""
@@ -969,11 +1162,11 @@ class _Build:
         if not dead:
             return
         live_outputs = {p for q in reached for p in self.memos[q].outputs}
+        self.state.delete_memos(dead)  # first, so that what only the dead read can go
         for qid in dead:
-            for path in self.memos.pop(qid).outputs:
+            for path, digest in self.memos.pop(qid).outputs.items():
                 if path not in live_outputs:
-                    self._remove_output(path)
-        self.state.delete_memos(dead)
+                    self._remove_output(path, digest)
         self.changed.update(dead)
 
     def _check_output_owners(self) -> None:
@@ -1012,9 +1205,9 @@ class _Build:
             state.delete_memos([qid])
             del self.memos[qid]
             writers = state.writers(memo.outputs)
-            for path in memo.outputs:
+            for path, digest in memo.outputs.items():
                 if not writers.get(path):
-                    self._remove_output(path)
+                    self._remove_output(path, digest)
             candidates += [d for d, _ in flat(memo.deps) if not d.startswith(FILE)]
         self.changed |= dead.keys()
 

@@ -1,12 +1,16 @@
 """The file system as the engine sees it: hashed inputs, atomic outputs, paths kept inside the root."""
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
-from .hashing import ABSENT, hash_bytes
+from .hashing import ABSENT, NOT_A_FILE, hash_bytes, hash_stream
 
 # A file changed within this window of its hashing could change again inside the same mtime
 # tick; such a file is hashed again next time rather than trusted by its stat (git's "racy" rule).
@@ -14,11 +18,40 @@ RACY_NS = 2_000_000_000
 
 TEMP_SUFFIX = ".kbuild-tmp"
 
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once: setting it to read it is not thread-safe
+
 StatKey = tuple[int, int, int]  # size, mtime_ns, inode
 
 
 class PathEscapesRoot(ValueError):
     pass
+
+
+class NotARegularFile(OSError):
+    pass
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a regular file for reading, never waiting on a FIFO (O_NONBLOCK makes its open
+    return at once; a regular file ignores the flag)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"{path} is not a regular file (a pipe, socket or device)")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
@@ -28,13 +61,17 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     fsync, for files whose loss after a power cut costs only a recomputation (a cache entry that
     reads back empty or damaged is a miss): on these disks an fsync costs about a millisecond,
     and it blocks the event loop.
+
+    The temporary file has a name no one can guess, created with O_EXCL|O_NOFOLLOW (mkstemp):
+    a symlink committed under a temporary name is never followed, and two writers of one file
+    (a call cache shared by two builds) never write into each other's. The rename replaces
+    `path` itself, so a page or a lock that is a symlink is replaced, and its target untouched.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    # One fixed temporary name per file (one writer per store): a crash leaves at most one
-    # leftover, which the next write of that file replaces and .gitignore hides.
-    tmp = path.with_name(f".{path.name}{TEMP_SUFFIX}")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
-        with open(tmp, "wb") as out:
+        with os.fdopen(fd, "wb") as out:
+            os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes it 0600; a page is as readable as any file
             out.write(data)
             out.flush()
             if durable:
@@ -48,15 +85,40 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
         raise
 
 
-def output_path(root: Path, relative: str) -> Path:
-    """Where an output may be written: a relative path that stays inside the root."""
-    candidate = Path(relative)
-    if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
-        raise PathEscapesRoot(f"output path {relative!r} must be relative and inside {root}")
-    full = root / candidate
-    if not full.resolve().is_relative_to(root.resolve()):
-        raise PathEscapesRoot(f"output path {relative!r} leads outside {root} (through a symlink)")
-    return full
+class OutputArea:
+    """Where outputs may be written and removed: relative paths inside one folder of the root
+    (the whole root by default), never through a symlinked folder out of it, never into a .git
+    folder or onto the paths kbuild keeps for itself (the lock, the state folder). The last
+    component is not resolved: a page that is a symlink is replaced, not followed."""
+
+    def __init__(self, root: Path, folder: str = "", reserved: tuple[Path, ...] = ()) -> None:
+        self.root = root.resolve()
+        self.folder = PurePosixPath(folder) if folder else None
+        self.inside = self.root / self.folder if self.folder is not None else self.root
+        self.reserved = tuple(PurePosixPath(p.resolve().relative_to(self.root))
+                              for p in reserved if p.resolve().is_relative_to(self.root))
+
+    def problem(self, relative: str, *, resolve: bool = True) -> str | None:
+        """Why `relative` may not be an output, or None when it may. `resolve=False` checks the
+        words of the path only (no system call: a lock's every output is checked on import)."""
+        candidate = PurePosixPath(relative)
+        if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts or "\0" in relative:
+            return f"output path {relative!r} must be relative and inside {self.root}"
+        if self.folder is not None and not candidate.is_relative_to(self.folder):
+            return f"output path {relative!r} is outside {self.folder}/, where every output lies"
+        if ".git" in candidate.parts:
+            return f"output path {relative!r} is inside a .git folder"
+        if any(candidate == r or candidate.is_relative_to(r) for r in self.reserved):
+            return f"output path {relative!r} is kbuild's own (its lock or its state)"
+        if resolve and not (self.root / candidate).parent.resolve().is_relative_to(self.inside):
+            return f"output path {relative!r} leads outside {self.inside} (through a symlink)"
+        return None
+
+    def path(self, relative: str) -> Path:
+        why = self.problem(relative)
+        if why is not None:
+            raise PathEscapesRoot(why)
+        return self.root / relative
 
 
 class FileHasher:
@@ -111,8 +173,9 @@ class FileHasher:
         return digest
 
     def read(self, key: str) -> tuple[bytes, str]:
-        """Read a file and hash exactly the bytes read, so the recorded hash is of what was used."""
-        with open(self.full(key), "rb") as f:
+        """Read a file and hash exactly the bytes read, so the recorded hash is of what was used.
+        Only a regular file: opening a FIFO for reading would wait for a writer forever."""
+        with open_regular(self.full(key)) as f:
             data = f.read()
         digest = hash_bytes(data)
         self._this_build[key] = digest
@@ -134,15 +197,18 @@ class FileHasher:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return ABSENT
+        if stat.S_ISDIR(st.st_mode):
+            return ABSENT
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_A_FILE
         cached = self.stat_cache.get(key)
         if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
             return cached[1]
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except IsADirectoryError:
-            return ABSENT
-        digest = hash_bytes(data)
+            with open_regular(path) as f:
+                digest = hash_stream(f)
+        except NotARegularFile:
+            return NOT_A_FILE  # replaced by a pipe between the stat and the open
         self._remember(key, digest, st)
         return digest
 

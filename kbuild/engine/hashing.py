@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, BinaryIO
 
 import xxhash
 
@@ -11,8 +11,20 @@ FAILED = "failed"  # the hash a failed query presents to its readers in one buil
 UNKNOWN = "unknown"  # a query recorded as read but never built: its readers must run again
 
 
+NOT_A_FILE = "not-a-file"  # a pipe, socket or device where a file was: never opened, so never waited on
+
+
 def hash_bytes(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(data)
+
+
+def hash_stream(stream: BinaryIO, block: int = 1 << 20) -> str:
+    """The hash_bytes of everything `stream` holds, a block at a time: a large file is hashed in
+    constant memory."""
+    digest = xxhash.xxh3_128()
+    while chunk := stream.read(block):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def canonical_json(value: Any) -> str:

@@ -135,9 +135,13 @@ def write_lock(path: Path, memos: Mapping[str, Memo]) -> bytes:
     return data
 
 
+CONFLICT_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")
+
+
 def read_lock(path: Path) -> dict[str, Memo]:
+    data = path.read_bytes()
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(data)
         if doc.get("version") != LOCK_VERSION:
             raise LockError(f"{path} has lock version {doc.get('version')!r}; this kbuild reads {LOCK_VERSION}")
         return {
@@ -147,7 +151,20 @@ def read_lock(path: Path) -> dict[str, Memo]:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, LockError):
             raise
+        conflict = _conflict_line(data)
+        if conflict is not None:
+            raise LockError(f"{path} has merge conflict markers (line {conflict}); take either side "
+                            "(git checkout --ours or --theirs -- kbuild.lock) and run `kbuild` to bring it up to date"
+                            ) from None
         raise LockError(
             f"{path} is not a valid kbuild lock ({exc}); if a merge conflict left it broken, "
             "take either side and run `kbuild` to bring it up to date"
         ) from None
+
+
+def _conflict_line(data: bytes) -> int | None:
+    """The number of the first line git's merge left a conflict marker on, if any."""
+    for number, line in enumerate(data.splitlines(), start=1):
+        if line.startswith(CONFLICT_MARKERS):
+            return number
+    return None

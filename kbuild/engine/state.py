@@ -175,6 +175,20 @@ class State:
         self.db.execute("DELETE FROM meta WHERE k=?", (key,))
 
 
+def damage(path: Path) -> str | None:
+    """What is wrong with the state database at `path`, read-only and in full (SQLite's
+    quick_check reads every page: for `kbuild doctor`, not for every build), or None."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None if problems == ["ok"] else "; ".join(problems)
+
+
 def _batches(items: Iterable[str], size: int = 500) -> Iterator[list[str]]:
     """`items` in lists short enough for one SQL statement's parameters."""
     batch: list[str] = []

@@ -11,10 +11,12 @@ Local path sources are not fetched here: a rule copies them, so the lock records
 from __future__ import annotations
 
 import datetime
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from typing import Any
+from urllib.parse import unquote, urljoin, urlparse
 
 from ..engine.files import atomic_write
 from ..engine.hashing import hash_bytes
@@ -22,7 +24,9 @@ from .layout import Store
 from .sources import Source, SourcesError, parse, resolve_path
 
 MAX_BYTES = 100 * 1024 * 1024  # the same limit the converter applies to any source
-TIMEOUT_S = 30.0
+TIMEOUT_S = 30.0  # for the whole download, not for each read: a trickling server is cut off too
+STALL_S = 10.0  # the longest one read may wait, so the deadline is checked at least this often
+BLOCK = 1 << 16
 MAX_REDIRECTS = 5
 
 
@@ -34,12 +38,21 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
     max_redirections = MAX_REDIRECTS
     max_repeats = 2
 
+    def http_error_302(self, req, fp, code, msg, headers):  # type: ignore[no-untyped-def]
+        location = headers.get("location") or headers.get("uri")
+        target = urljoin(req.full_url, location or "")
+        if urlparse(target).scheme not in ("http", "https"):  # urllib itself would follow ftp://
+            raise FetchError(f"redirects to {target}; only http and https redirects are followed")
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
 
 def download(url: str, root: Path, max_bytes: int = MAX_BYTES, timeout: float = TIMEOUT_S) -> bytes:
     parts = urlparse(url)
     if parts.scheme == "file":
         try:
-            path = resolve_path(root, unquote(parts.path))
+            path = resolve_path(root, unquote(parts.path))  # refuses pipes and files over the limit
         except SourcesError as exc:
             raise FetchError(str(exc)) from None
         try:
@@ -52,9 +65,13 @@ def download(url: str, root: Path, max_bytes: int = MAX_BYTES, timeout: float = 
         raise FetchError(f"url scheme {parts.scheme!r} is not supported; use http, https or file")
     opener = urllib.request.build_opener(_Redirects())
     request = urllib.request.Request(url, headers={"User-Agent": "kbuild"})
+    deadline = time.monotonic() + timeout
     try:
-        with opener.open(request, timeout=timeout) as response:
-            data = response.read(max_bytes + 1)
+        with opener.open(request, timeout=min(timeout, STALL_S)) as response:
+            announced = _content_length(response.headers.get("Content-Length"))
+            if announced is not None and announced > max_bytes:
+                raise FetchError(f"is larger than the {max_bytes // 2**20} MiB limit ({announced} bytes announced)")
+            data = _read_by(response, deadline, timeout, max_bytes)
     except urllib.error.HTTPError as exc:
         if exc.code in (301, 302, 303, 307, 308):
             raise FetchError(f"redirects more than {MAX_REDIRECTS} times (a redirect loop?)") from None
@@ -62,12 +79,34 @@ def download(url: str, root: Path, max_bytes: int = MAX_BYTES, timeout: float = 
     except urllib.error.URLError as exc:
         raise FetchError(f"cannot be reached ({exc.reason})") from None
     except TimeoutError:
-        raise FetchError(f"did not answer within {timeout:.0f} s") from None
-    except OSError as exc:
+        raise FetchError(f"stalled: no data for {min(timeout, STALL_S):.0f} s") from None
+    except (OSError, ValueError) as exc:  # ValueError: http.client's InvalidURL, a bad header
         raise FetchError(f"failed: {exc}") from None
     if len(data) > max_bytes:
         raise FetchError(f"is larger than the {max_bytes // 2**20} MiB limit")
+    if announced is not None and len(data) < announced:
+        raise FetchError(f"was cut short: {len(data)} of the {announced} bytes the server announced; try again")
     return data
+
+
+def _content_length(value: str | None) -> int | None:
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+def _read_by(response: Any, deadline: float, timeout: float, max_bytes: int) -> bytes:
+    """The body, a block at a time (read1: one receive each, never waiting to fill a block), until
+    the end, the size limit, or the deadline of the whole download."""
+    blocks: list[bytes] = []
+    size = 0
+    while size <= max_bytes:
+        if time.monotonic() > deadline:
+            raise FetchError(f"did not finish within {timeout:.0f} s (a server sending too slowly?)")
+        block = response.read1(BLOCK)
+        if not block:
+            break
+        blocks.append(block)
+        size += len(block)
+    return b"".join(blocks)
 
 
 def meta_yml(source: Source, digest: str, size: int) -> str:
@@ -102,6 +141,9 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
             digest = hash_bytes(data)
             if original.exists() and hash_bytes(original.read_bytes()) == digest:
                 continue
-            atomic_write(original, data)
-            atomic_write(root / store.meta(project, source.id), meta_yml(source, digest, len(data)).encode())
+            try:
+                atomic_write(original, data)
+                atomic_write(root / store.meta(project, source.id), meta_yml(source, digest, len(data)).encode())
+            except OSError as exc:  # a full disk: this source keeps its last copy, and says so
+                problems[project, source.id] = (source.url, f"could not be saved ({exc.strerror or exc})")
     return problems

@@ -17,22 +17,46 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import AnyUrl, BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator, model_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from ..convert import limits
 from .layout import check_id
 
 URL_SCHEMES = ("http", "https", "file")
+_URL = TypeAdapter(AnyUrl)  # pydantic's parser (the WHATWG rules): hosts, ports, encodings
 
 
 class SourcesError(ValueError):
     """One readable line about sources.yml: where it is wrong and what to do."""
+
+
+def check_url(url: str) -> str:
+    """A url the fetcher can download: a known scheme, a host and a numeric port, no spaces.
+    Checked both by pydantic's parser and by urlparse, which is what urllib fetches with."""
+    parts = urlparse(url)
+    if parts.scheme not in URL_SCHEMES:
+        raise ValueError(f"url {url!r} must start with http://, https:// or file://")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ValueError(f"url {url!r} contains a space or a control character; write a space as %20")
+    try:
+        _URL.validate_python(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"].removeprefix("Input should be a valid URL, ")
+        raise ValueError(f"url {url!r} is not a valid url ({reason})") from None
+    except ValueError as exc:
+        raise ValueError(f"url {url!r} is not a valid url ({exc})") from None
+    if parts.scheme != "file" and not parts.hostname:
+        raise ValueError(f"url {url!r} has no host")
+    return url
 
 
 class Source(BaseModel):
@@ -51,9 +75,7 @@ class Source(BaseModel):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is not None and urlparse(value).scheme not in URL_SCHEMES:
-            raise ValueError(f"url {value!r} must start with http://, https:// or file://")
-        return value
+        return None if value is None else check_url(value)
 
     @model_validator(mode="after")
     def _one_origin(self) -> Source:
@@ -142,7 +164,8 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _one_line(error: ValidationError) -> str:
+def one_line(error: ValidationError) -> str:
+    """A validation error as one readable line: where, and what is wrong."""
     parts = []
     for e in error.errors():
         where = ".".join(str(p) for p in e["loc"]) or "entry"
@@ -162,7 +185,7 @@ def parse(data: bytes, where: str) -> Listing:
     try:
         project = Project.model_validate(dict(doc))
     except ValidationError as exc:
-        raise SourcesError(f"{where}: {_one_line(exc)}") from None
+        raise SourcesError(f"{where}: {one_line(exc)}") from None
     sources: list[Source] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -171,7 +194,7 @@ def parse(data: bytes, where: str) -> Listing:
             source = Source.model_validate(dict(entry) if isinstance(entry, dict) else entry)
         except ValidationError as exc:
             label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
-            problems.append(f"{where}: source {label}: {_one_line(exc)}")
+            problems.append(f"{where}: source {label}: {one_line(exc)}")
             continue
         if source.id in seen:
             problems.append(f"{where}: source id {source.id!r} is listed twice; give each source its own id")
@@ -183,13 +206,13 @@ def parse(data: bytes, where: str) -> Listing:
         try:
             views.append(ViewRequest.model_validate(dict(entry) if isinstance(entry, dict) else entry))
         except ValidationError as exc:
-            problems.append(f"{where}: view #{n}: {_one_line(exc)}")
+            problems.append(f"{where}: view #{n}: {one_line(exc)}")
     specs: list[SpecRequest] = []
     for n, entry in enumerate(project.specs, start=1):
         try:
             spec = SpecRequest.model_validate(dict(entry) if isinstance(entry, dict) else entry)
         except ValidationError as exc:
-            problems.append(f"{where}: spec #{n}: {_one_line(exc)}")
+            problems.append(f"{where}: spec #{n}: {one_line(exc)}")
             continue
         if project.kind == "research":
             problems.append(f"{where}: spec {spec.name!r}: a research project has no specs; move it to a docs project")
@@ -203,12 +226,25 @@ def parse(data: bytes, where: str) -> Listing:
 
 
 def resolve_path(root: Path, path: str) -> Path:
-    """A local source path, which must stay inside the build root (symlinks followed)."""
+    """A local source path, which must stay inside the build root (symlinks followed) and name
+    a regular file no larger than the source limit: checked with a stat, before anything opens
+    it, since opening a FIFO waits for a writer forever and reading a huge file fills memory."""
     full = (root / path).resolve()
     if not full.is_relative_to(root.resolve()):
         raise SourcesError(
             f"path {path!r} leads outside {root}; copy the file into the project or list it by url"
         )
+    try:
+        st = full.stat()
+    except FileNotFoundError:
+        return full  # the caller says it is missing, in its own words
+    if stat.S_ISDIR(st.st_mode):
+        return full
+    if not stat.S_ISREG(st.st_mode):
+        raise SourcesError(f"{path} is not a regular file (a pipe, socket or device); list a document instead")
+    if st.st_size > limits.MAX_SOURCE_BYTES:
+        raise SourcesError(f"{path} is {st.st_size / 2**20:.0f} MiB, larger than the "
+                           f"{limits.MAX_SOURCE_BYTES // 2**20} MiB limit; split it or list a smaller file")
     return full
 
 
