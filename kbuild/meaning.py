@@ -100,5 +100,6 @@ async def classify(ctx: Any, old: str, new: str, backend: Any = None, threshold:
     question = ("Do the two texts above state exactly the same facts, numbers, requirements and conditions, "
                 "so that a reader of one learns nothing different from the other?")
     p, from_logprobs = await backend.yes_probability(ctx, "same meaning", question, f"TEXT A:\n{old}\n\nTEXT B:\n{new}")
-    source = "logprobs" if from_logprobs else "answer (no logprobs)"
-    return Decision(p >= threshold, "model", round(p, 4), f"p(same) from the model's {source}")
+    if not from_logprobs:  # a bare "yes" is no evidence: a server that ignores logprobs may say it to anything
+        return Decision(False, "model", 0.0, "the server gave no logprobs: no evidence of the same meaning")
+    return Decision(p >= threshold, "model", round(p, 4), "p(same) from the model's logprobs")

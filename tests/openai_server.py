@@ -35,7 +35,8 @@ A ``json_schema`` response format with ``"strict": true`` is held to OpenAI's do
 strict mode (``strict_schema_errors``), as api.openai.com holds it: a schema that breaks one gets
 the 400 OpenAI sends ("Invalid schema for response_format ..."), so a test fails wherever kbuild
 would send a schema that OpenAI refuses. ``string_bounds=True`` also admits ``minLength`` and
-``maxLength``, as llama.cpp's and vLLM's grammars do (OpenAI does not).
+``maxLength``, as llama.cpp's and vLLM's grammars do (OpenAI does not). ``logprobs=False``
+refuses a request that asks for logprobs with a 400, as some servers do.
 
 How the real ``openai`` client (3.57, over httpx2) sees each fault, with ``max_retries=0``
 (checked by ``tests/test_openai_server.py``, sync and async clients alike):
@@ -334,11 +335,13 @@ class ScriptedServer:
         *,
         json_schema: bool = True,
         string_bounds: bool = False,
+        logprobs: bool = True,
         model: str = "scripted",
     ) -> None:
         self.reply = reply or echo_reply
         self.json_schema = json_schema
         self.string_bounds = string_bounds
+        self.logprobs = logprobs
         self.model = model
         self.requests: list[dict] = []  # every chat-completions body, in arrival order
         self.errors: list[BaseException] = []  # raised by the reply callable (or a handler bug)
@@ -455,6 +458,10 @@ class ScriptedServer:
                 and response_format.get("type") == "json_schema"):
             handler.send_json(400, error_body("response_format json_schema is not supported",
                                               "invalid_request_error", param="response_format"))
+            return
+        if request.get("logprobs") and not self.logprobs:
+            handler.send_json(400, error_body("logprobs is not supported by this server", "invalid_request_error",
+                                              param="logprobs"))
             return
         refused = self._refused_format(response_format)
         if refused:

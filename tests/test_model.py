@@ -275,3 +275,29 @@ def test_a_vision_model_puts_each_table_and_figure_into_words_once(tmp_path):
         asked = len(server.requests)
         (root / ".kbuild/state.db").unlink()
         assert kbuild(root).exit_code == 0 and len(server.requests) == asked  # cached like any call
+
+
+def yes_to_everything(request: dict) -> Reply:
+    """A server that ignores logprobs and says "yes" whenever it is asked yes or no."""
+    got = faithful_reply(request)
+    return Reply("yes") if got.content == "no" else got
+
+
+@pytest.mark.parametrize("server_kind", ["ignores logprobs", "refuses logprobs"])
+def test_the_meaning_judge_never_says_same_without_evidence(tmp_path, server_kind):
+    doc = "# Results\n\nThe measurement has high confidence according to the team.\n"
+    edited = doc.replace("high confidence", "low confidence")
+    kwargs = {"logprobs": False} if server_kind == "refuses logprobs" else {}
+    with ScriptedServer(yes_to_everything, string_bounds=True, **kwargs) as server:
+        root = project(tmp_path, server)
+        (root / "doc.md").write_text(doc)
+        assert kbuild(root).exit_code == 0
+        (root / "doc.md").write_text(edited)
+        result = kbuild(root)
+        assert result.exit_code == 0, result.output
+        fact = next((root / "kb/pay/facts/doc").glob("results*.md")).read_text()
+        assert "low confidence" in fact.split("## Rewritten")[1]  # the new text, not the old kept as "same"
+        judged = [r for r in server.requests if r.get("logprobs")]
+        assert judged  # the judge was asked: only its answer was not taken as evidence
+        if server_kind == "refuses logprobs":
+            assert result.output.count("the meaning judge is off") == 1 and "Traceback" not in result.output

@@ -412,7 +412,8 @@ class OpenAIBackend:
         """The probability the model answers "yes", from logprobs when the server returns them.
 
         Returns (probability, from_logprobs). Without logprobs the answer itself gives 1.0 or
-        0.0, and from_logprobs is False, so a caller can treat it as less certain.
+        0.0, and from_logprobs is False: a caller must not take it as evidence. A server that
+        refuses the question (logprobs not supported) turns the judge off for the build, said once.
         """
         model = self.settings.model_for(task)
         messages = [{"role": "system", "content": prompt_path("system.md").read_text().rsplit("\n\nReply", 1)[0]
@@ -420,6 +421,9 @@ class OpenAIBackend:
                     {"role": "user", "content": f"<source>\n{untrusted(context)}\n</source>\n\n{question}"}]
         request = {"backend": self.name, "base_url": self.settings.base_url or "", "model": model,
                    "messages": messages, "logprobs": True, "top_logprobs": 5, "max_tokens": 1}
+
+        if self._judge_off:
+            return 0.0, False
 
         async def compute() -> dict[str, Any]:
             completion = await self.client().chat.completions.create(
@@ -432,7 +436,15 @@ class OpenAIBackend:
                     tops[word] = max(tops.get(word, -math.inf), top.logprob)
             return {"answer": (choice.message.content or "").strip().lower(), "top": tops}
 
-        response = await ctx.call(request, compute)
+        try:
+            response = await ctx.call(request, compute)
+        except openai.OpenAIError as exc:  # no judge is no cutoff: the page is taken as changed
+            if not self._judge_off:
+                self._judge_off = True
+                reason = _api_message(exc) if isinstance(exc, openai.APIStatusError) else str(exc)
+                ctx.warn(f"{self.settings.base_url or 'the server'} cannot judge meaning ({reason[:160]}); "
+                         "the meaning judge is off for this build, and the code stages decide alone")
+            return 0.0, False
         top = response["top"]
         if "yes" in top or "no" in top:
             yes, no = math.exp(top.get("yes", -math.inf)), math.exp(top.get("no", -math.inf))
