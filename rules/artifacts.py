@@ -184,7 +184,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                     bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
         return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
-    @rule(version=2)
+    @rule(version=2, params={"label": backend.label})
     async def view_page(ctx, project, view):
         listed = await ctx.query(listing(project))
         request = next((v for v in listed["views"] if v["name"] == view), None)
@@ -227,7 +227,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         return {"path": path, "summary": summary or "(a gap: nothing in the sources speaks to this)",
                 "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
 
-    @rule(params={**backend.params("spec"), "grounding": backend.params("grounding")},
+    @rule(params={**backend.params("spec"), "grounding": backend.params("grounding"), "label": backend.label},
           uses=(*backend.code, unsupported, write_grounded, "kbuild.checks.grounding"),
           prompts=[*backend.prompts("spec"), *backend.prompts("grounding")],
           version=2)

@@ -281,7 +281,10 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             "figures": {f.name: f.text for f in converted.figures},
         }
 
-    @rule(version=1, uses=(slicing, assign_slugs, _title))
+    # Settings reach the graph as rule parameters (part of each rule's fingerprint), never through
+    # the closure alone: a changed setting makes exactly the queries that read it stale.
+    @rule(version=1, uses=(slicing, assign_slugs, _title),
+          params={"floor_tokens": kb.floor_tokens, "cap_tokens": kb.cap_tokens})
     async def chunks(ctx, project, source):
         doc = await ctx.query(text(project, source))
         spans = slice_text(doc["text"], kb.floor_tokens, kb.cap_tokens, headings=doc["kind"] != "code")
@@ -360,7 +363,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         keeps the old words, and the fact page above it is not touched."""
         return (await ctx.query(reading(project, source, slug)))["rewrite"]
 
-    @rule(version=2, params=backend.params("grounding"), prompts=backend.prompts("grounding"),
+    @rule(version=2, params={**backend.params("grounding"), "label": label}, prompts=backend.prompts("grounding"),
           uses=(write_grounded, _pages_phrase, "kbuild.checks.grounding"))
     async def fact(ctx, project, source, slug):
         doc = await ctx.query(chunks(project, source))
@@ -416,7 +419,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         kept = [s for s in summaries if isinstance(s, str)]
         return kept[0] if len(kept) == 1 else await backend.summarise_source(ctx, found["title"], kept)
 
-    @rule(version=1)
+    @rule(version=1, params={"label": label})
     async def source_index(ctx, project, source):
         doc = await ctx.query(chunks(project, source))
         slugs = [c["slug"] for c in doc["chunks"]]
@@ -473,7 +476,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
                                          same_meaning)
     artifacts_rule = next(r for r in artifact_rules if r.name == "artifacts")
 
-    @rule(version=1)
+    @rule(version=1, params={"label": label})
     async def project_index(ctx, project):
         listed = await ctx.query(listing(project))
         await ctx.query_all([problem(project, n) for n in range(len(listed["problems"]))], return_failures=True)

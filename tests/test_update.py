@@ -135,3 +135,21 @@ def test_no_false_same_on_labelled_real_edits():
     false_same = [p["old"][:60] for p in pairs if not p["same"] and classify_text(p["old"], p["new"]).same]
     assert false_same == []
     assert sum(1 for p in pairs if p["same"] and classify_text(p["old"], p["new"]).same) >= 9  # the cutoff it buys
+
+
+def test_the_same_inputs_give_the_same_lock_under_any_hash_seed(tmp_path):
+    """The lock is committed: a build that iterates a set in hash order would change it at random."""
+    import os
+    import subprocess
+    import sys
+
+    locks = []
+    for seed in ("1", "2", "3"):
+        root = tmp_path / f"seed-{seed}"
+        small_store(root, {"payments.md": PAYMENTS, "other.md": "# Other\n\nThe shop opens at nine.\n"})
+        assert kbuild(root, "view", "add", "shop", "refunds", "--about", "refund requests and deadlines").exit_code == 0
+        assert kbuild(root, "spec", "add", "shop", "refund-rules", "--view", "refunds").exit_code == 0
+        subprocess.run([sys.executable, "-m", "kbuild", "-C", str(root)], check=True, capture_output=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+        locks.append((root / "kbuild.lock").read_bytes())
+    assert locks[0] == locks[1] == locks[2]
