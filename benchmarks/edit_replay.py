@@ -48,11 +48,11 @@ class SimulatedModel(OfflineBackend):
         return await self._ask(ctx, "reading", span + previous, lambda: super(SimulatedModel, self).read_chunk(
             ctx, span, headings, title, figures, previous, views, picks))
 
-    async def summarise_source(self, ctx, title, summaries):
+    async def summarise_source(self, ctx, title, summaries, check=None):
         return await self._ask(ctx, "source summary", "\n".join(summaries), lambda: super(SimulatedModel, self)
                                .summarise_source(ctx, title, summaries))
 
-    async def abstract(self, ctx, title, summaries):
+    async def abstract(self, ctx, title, summaries, check=None):
         return await self._ask(ctx, "abstract", "\n".join(summaries), lambda: super(SimulatedModel, self)
                                .abstract(ctx, title, summaries))
 

@@ -20,7 +20,7 @@ from kbuild.store.layout import link
 from kbuild.engine.hashing import hash_bytes
 from kbuild.store.sources import DEFAULT_VIEWS
 
-from .guard import unsupported_claims, write_grounded
+from .guard import plain_text_failures, unsupported_claims, write_grounded
 
 VIEW_PURPOSE = {
     "digest": "What the project is and does, for anyone",
@@ -36,6 +36,22 @@ SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
 
 def _unsupported_section(project: str, view: str, title: str, claims: list[str]) -> str:
     return f"{project}/views/{view}, section {title}: {'; '.join(claims[:5])}"
+
+
+def complete(ctx: Any, values: list[Any]) -> list[Any]:
+    """The values, or the first failure raised where the page has an earlier version: a page
+    above a failed one keeps that version rather than be made again from the rest, which would
+    hide what failed. A page made for the first time lists what failed (QueryFailed values stay
+    in the list for the caller to name) rather than not exist, which would leave its links
+    dangling."""
+    failed = next((v for v in values if isinstance(v, QueryFailed)), None)
+    if failed is not None and ctx.built_before:
+        raise failed
+    return values
+
+
+def built(values: list[Any]) -> int:
+    return sum(not isinstance(v, QueryFailed) for v in values)
 
 
 def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,7 +110,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
 
     @rule(version=3, params={**backend.params("view"), "grounding": backend.params("grounding"),
                              "statements": SECTION_STATEMENTS},
-          uses=(*backend.code, _unsupported_section, assemble_section, unsupported_claims, "kbuild.checks.grounding"),
+          uses=(*backend.code, _unsupported_section, assemble_section, unsupported_claims, plain_text_failures,
+                "kbuild.checks.grounding"),
           prompts=[*backend.prompts("view"), *backend.prompts("grounding")], cutoff=same_section)
     async def view_section(ctx, project, view, origin, source, group):
         """One section of a view: what one group of a source's facts says to it (for a view on
@@ -140,6 +157,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                 missing = unsupported(st["text"], [said[r] for r in st["cites"]])
                 if missing:
                     failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
+                failures += [f"\"{st['text'][:60]}\" {problem}"
+                             for problem in plain_text_failures(st["text"], " ".join(said[r] for r in st["cites"]))]
             return failures
 
         statements = [{**st, "text": redact(st["text"])}
@@ -153,19 +172,20 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             raise Problem(_unsupported_section(project, view, title, claims))
         return {"origin": origin, "source": source, "title": title, "statements": statements}
 
-    @rule(version=1, uses=(tokens,))
+    @rule(version=1, uses=(tokens, complete))
     async def view_hits(ctx, project, view):
         """The facts a requested view draws on: a BM25 ranking of every sentence against the request."""
         listed = await ctx.query(listing(project))
         request = next(v for v in listed["views"] if v["name"] == view)
-        origins = [(project, s["id"]) for s in listed["sources"]]
+        origins = [(project, s) for s in listed["ids"]]
         for other in request["across"]:
             other_listing = await ctx.query(listing(other))
-            origins += [(other, s["id"]) for s in other_listing["sources"]]
-        outlines = await ctx.query_all([fact_groups(p, s) for p, s in origins], return_failures=True)
+            origins += [(other, s) for s in other_listing["ids"]]
+        outlines = complete(ctx, await ctx.query_all([fact_groups(p, s) for p, s in origins], return_failures=True))
         groups = [(p, s, n) for (p, s), o in zip(origins, outlines) if not isinstance(o, QueryFailed)
                   for n in range(len(o["groups"]))]
-        found = await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups], return_failures=True)
+        found = complete(ctx, await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups],
+                                                  return_failures=True))
         rows = [(p, s, f["ref"], sentence) for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                 for f in doc["facts"] for sentence in f["sentences"]]
         from rank_bm25 import BM25Okapi  # numpy with it: imported when a requested view is built
@@ -184,7 +204,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                     bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
         return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
-    @rule(version=2, params={"label": backend.label})
+    @rule(version=2, params={"label": backend.label}, uses=(complete,))
     async def view_page(ctx, project, view):
         listed = await ctx.query(listing(project))
         request = next((v for v in listed["views"] if v["name"] == view), None)
@@ -194,8 +214,8 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             parts = [(*k.split("/", 1), -1) for k in keys]
             purpose = f"On request: {request['about']}"
         else:
-            ids = [s["id"] for s in listed["sources"]]
-            outlines = await ctx.query_all([fact_groups(project, s) for s in ids], return_failures=True)
+            ids = listed["ids"]
+            outlines = complete(ctx, await ctx.query_all([fact_groups(project, s) for s in ids], return_failures=True))
             parts = [(project, s, n) for s, o in zip(ids, outlines) if not isinstance(o, QueryFailed)
                      for n in range(len(o["groups"]))]
             purpose = VIEW_PURPOSE[view]
@@ -267,25 +287,28 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         await write_grounded(ctx, backend, path, page, claims)
         return {"path": path, "requirements": len(requirements), "view": request["view"]}
 
-    @rule(version=1)
+    @rule(version=1, uses=(complete, built))
     async def artifacts(ctx, project):
         listed = await ctx.query(listing(project))
         names = [*DEFAULT_VIEWS[listed["kind"]], *(v["name"] for v in listed["views"])]
-        views = await ctx.query_all([view_page(project, v) for v in names], return_failures=True)
-        specs = await ctx.query_all([spec_page(project, s["name"]) for s in listed["specs"]], return_failures=True)
+        made = complete(ctx, await ctx.query_all([*(view_page(project, v) for v in names),
+                                                  *(spec_page(project, s["name"]) for s in listed["specs"])],
+                                                 return_failures=True))
+        views, specs = made[:len(names)], made[len(names):]
         base = f"{store.project(project)}/artifacts"
-        view_lines = [f"- [{n}]({n}.md): {v['summary'][:160]}" for n, v in zip(names, views) if not isinstance(v, QueryFailed)]
+        view_lines = [f"- [{n}]({n}.md): {v['summary'][:160]}" if not isinstance(v, QueryFailed)
+                      else f"- {n}: not built; run `kbuild` to see why" for n, v in zip(names, views)]
         spec_lines = [f"- [{s['name']}]({s['name']}.md): {v['requirements']} requirements, from the "
-                      f"[{v['view']} view](../views/{v['view']}.md)"
-                      for s, v in zip(listed["specs"], specs) if not isinstance(v, QueryFailed)]
+                      f"[{v['view']} view](../views/{v['view']}.md)" if not isinstance(v, QueryFailed)
+                      else f"- {s['name']}: not built; run `kbuild` to see why" for s, v in zip(listed["specs"], specs)]
         ctx.write(f"{base}/views/index.md", "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its first "
                   "statement. `kbuild view add` asks for another.\n\n" + "\n".join(view_lines) + "\n")
         ctx.write(f"{base}/specs/index.md", "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
                   "`kbuild spec add` asks for another.\n\n" + ("\n".join(spec_lines) or "No specs yet.") + "\n")
         ctx.write(f"{base}/index.md", f"# Artifacts of {listed['title'] or project}\n\nUp: [{project}](../index.md)\n\n"
                   "Views and specs written from the facts.\n\n"
-                  f"- [views/](views/index.md): {len(view_lines)} views\n- [specs/](specs/index.md): {len(spec_lines)} specs\n")
-        return {"views": len(view_lines), "specs": len(spec_lines)}
+                  f"- [views/](views/index.md): {built(views)} views\n- [specs/](specs/index.md): {built(specs)} specs\n")
+        return {"views": built(views), "specs": built(specs)}
 
     return [fact_sentences, view_request, view_section, view_hits,
             view_page, spec_page, artifacts]

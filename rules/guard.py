@@ -1,11 +1,32 @@
 """The grounding guardrail, shared by every rule that writes statements: check before writing."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kbuild.checks.grounding import Doubt, triage
 from kbuild.engine import Problem
 from kbuild.engine.hashing import hash_bytes
+
+
+MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(|javascript:|data:text", re.I)
+URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)\]>\"']+", re.I)
+PLAIN_CHARS = 1200  # a summary or an abstract: a few sentences
+
+
+def plain_text_failures(text: str, sources: str, limit: int = PLAIN_CHARS) -> list[str]:
+    """What is wrong with a model's text that stands in an index line or at the head of a page:
+    it must be a few plain sentences. No link, HTML or script (a document may tell a model to
+    write them), no address its sources do not hold, no more than `limit` characters."""
+    failures = []
+    if len(text) > limit:
+        failures.append(f"is {len(text)} characters long; write at most {limit}")
+    if MARKUP.search(text):
+        failures.append("holds a link, HTML or a script; write plain sentences")
+    for url in dict.fromkeys(URL.findall(text)):
+        if url.rstrip(".,;:") not in sources:
+            failures.append(f"names {url}, which its sources do not")
+    return failures
 
 
 async def unsupported_claims(ctx: Any, backend: Any, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:

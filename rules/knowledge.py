@@ -30,8 +30,8 @@ from kbuild.store.layout import Store, link, slugify
 from kbuild.store import sources as sources_module
 from kbuild.store.sources import DEFAULT_VIEWS, Source, SourcesError, parse, resolve_path
 
-from .artifacts import VIEW_PURPOSE, make_artifact_rules
-from .guard import write_grounded
+from .artifacts import VIEW_PURPOSE, built, complete, make_artifact_rules
+from .guard import plain_text_failures, write_grounded
 
 GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
 INDEX_LINES = 150  # an index longer than this gets another level instead of growing
@@ -108,6 +108,9 @@ def context_before(text: str, chars: int = PREVIOUS_CHARS) -> str:
     return tail[tail.find(" ") + 1:]
 
 
+HTML_TAG = re.compile(r"<\s*/?\s*([a-zA-Z][a-zA-Z0-9]*)")
+
+
 def lost_facts(span: str, got: dict[str, str]) -> list[str]:
     """What a reading lost: the chunk's numbers and requirement keywords that its rewrite does
     not keep, and a summary with no words in it. A reply of "..." says nothing and is refused."""
@@ -119,6 +122,10 @@ def lost_facts(span: str, got: dict[str, str]) -> list[str]:
         failures.append(f"the rewrite leaves out {', '.join(numbers_and_keywords[:8])}, which the part states")
     if any(ch.isalnum() for ch in span) and not re.search(r"[^\W\d_]{2}", got["summary"]):
         failures.append("the summary says nothing; write one or two sentences of what the part states")
+    failures += [f"the summary {problem}" for problem in plain_text_failures(got["summary"], span)]
+    tags = set(HTML_TAG.findall(got["rewrite"])) - set(HTML_TAG.findall(span))
+    if tags or "javascript:" in got["rewrite"].lower():
+        failures.append("the rewrite holds HTML or a script the part does not; write Markdown")
     return failures
 
 
@@ -145,10 +152,6 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
         if best is not None and share[best] >= 0.6:
             found.append(best)
     return sorted(set(found))
-
-
-def _failed(values: list[Any]) -> list[QueryFailed]:
-    return [v for v in values if isinstance(v, QueryFailed)]
 
 
 class KnowledgeBase:
@@ -195,13 +198,17 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         except FileNotFoundError:
             raise Problem(f"{path} is missing; run `kbuild add {project} PATH` to create it") from None
         try:
-            return parse(data, path).model_dump()
+            parsed = parse(data, path)
+            return {**parsed.model_dump(), "ids": parsed.ids}
         except SourcesError as exc:
             raise Problem(str(exc)) from None
 
     @rule
     async def source_entry(ctx, project, source):
-        for entry in (await ctx.query(listing(project)))["sources"]:
+        listed = await ctx.query(listing(project))
+        if source in listed["broken"]:
+            raise Problem(listed["broken"][source])
+        for entry in listed["sources"]:
             if entry["id"] == source:
                 return entry
         raise Problem(f"{store.sources_file(project)} lists no source {source!r}")
@@ -331,7 +338,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return list(DEFAULT_VIEWS[listed["kind"]])
 
     @rule(params={**backend.params("reading"), "views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK},
-          uses=(*backend.code, place_quotes, prose_sentences, redact, lost_facts, clean, "kbuild.checks.grounding"),
+          uses=(*backend.code, place_quotes, prose_sentences, redact, lost_facts, clean, plain_text_failures,
+                "kbuild.checks.grounding"),
           prompts=backend.prompts("reading"))
     async def reading(ctx, project, source, slug):
         """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
@@ -399,37 +407,43 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             groups[-1]["slugs"].append(c["slug"])
         return {"title": doc["title"], "groups": groups}
 
-    @rule(params=backend.params("source summary"), uses=(*backend.code, meaning), prompts=backend.prompts("source summary"),
+    @rule(params=backend.params("source summary"), uses=(complete, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("source summary"),
           cutoff=same_meaning)
     async def group_summary(ctx, project, source, group):
         found = await ctx.query(fact_groups(project, source))
         if group >= len(found["groups"]):
             raise Problem(f"{project}/{source} has no group {group} any more")
         slugs = found["groups"][group]["slugs"]
-        summaries = await ctx.query_all([chunk_summary(project, source, s) for s in slugs], return_failures=True)
-        kept = [s for s in summaries if isinstance(s, str)]
-        return kept[0] if len(kept) == 1 else await backend.summarise_source(ctx, found["title"], kept)
+        kept = [s for s in complete(ctx, await ctx.query_all([chunk_summary(project, source, s) for s in slugs],
+                                                             return_failures=True)) if isinstance(s, str)]
+        return kept[0] if len(kept) == 1 else await backend.summarise_source(
+            ctx, found["title"], kept, check=lambda text: plain_text_failures(text, "\n".join(kept)))
 
-    @rule(params=backend.params("source summary"), uses=(*backend.code, meaning), prompts=backend.prompts("source summary"),
+    @rule(params=backend.params("source summary"), uses=(complete, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("source summary"),
           cutoff=same_meaning)
     async def source_summary(ctx, project, source):
         found = await ctx.query(fact_groups(project, source))
-        summaries = await ctx.query_all([group_summary(project, source, n) for n in range(len(found["groups"]))],
-                                        return_failures=True)
-        kept = [s for s in summaries if isinstance(s, str)]
-        return kept[0] if len(kept) == 1 else await backend.summarise_source(ctx, found["title"], kept)
+        kept = [s for s in complete(ctx, await ctx.query_all([group_summary(project, source, n)
+                                                              for n in range(len(found["groups"]))],
+                                                             return_failures=True)) if isinstance(s, str)]
+        return kept[0] if len(kept) == 1 else await backend.summarise_source(
+            ctx, found["title"], kept, check=lambda text: plain_text_failures(text, "\n".join(kept)))
 
-    @rule(version=1, params={"label": label})
+    @rule(version=1, uses=(complete, built), params={"label": label})
     async def source_index(ctx, project, source):
         doc = await ctx.query(chunks(project, source))
         slugs = [c["slug"] for c in doc["chunks"]]
-        facts = await ctx.query_all([fact(project, source, s) for s in slugs], return_failures=True)
-        summaries = await ctx.query_all([chunk_summary(project, source, s) for s in slugs], return_failures=True)
-        summary = await ctx.query(source_summary(project, source))
+        got = complete(ctx, await ctx.query_all([*(fact(project, source, s) for s in slugs),
+                                                 *(chunk_summary(project, source, s) for s in slugs),
+                                                 source_summary(project, source)], return_failures=True))
+        facts, summaries, summary = got[:len(slugs)], got[len(slugs):-1], got[-1]
+        if isinstance(summary, QueryFailed):
+            summary = "(no summary: a part of this source failed; run `kbuild` to see why)"
         entries = []
         for c, f, s in zip(doc["chunks"], facts, summaries):
             if isinstance(f, QueryFailed) or isinstance(s, QueryFailed):
-                continue  # a page that failed stays out of the index; the build reports it
+                entries.append((c, f"- {c['slug']}: not built; run `kbuild` to see why"))
+                continue
             where = f"lines {c['start']}-{c['end']}" + (_pages_phrase(c["pages"]).replace(",", ";") if c["pages"] else "")
             entries.append((c, f"- [{c['slug']}]({c['slug']}.md) ({where}): {s}"))
         folder = store.facts_dir(project, source)
@@ -454,37 +468,40 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
                           f"(index.md).\n\n" + "\n".join(group_lines) + "\n")
                 lines.append(f"- [{group}](index-{name}.md): {len(group_lines)} facts")
             ctx.write(store.source_index(project, source), head + "\n".join(lines) + "\n")
-        return {"title": doc["title"], "summary": summary, "facts": len(entries), "missing": len(slugs) - len(entries)}
+        return {"title": doc["title"], "summary": summary, "facts": built(facts)}
 
-    @rule(params=backend.params("abstract"), uses=(*backend.code, meaning), prompts=backend.prompts("abstract"),
+    @rule(params=backend.params("abstract"), uses=(complete, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("abstract"),
           cutoff=same_meaning)
     async def abstract(ctx, project):
         outline = await ctx.query(project_outline(project))
-        indexes = await ctx.query_all([source_index(project, s) for s in outline["sources"]], return_failures=True)
+        indexes = complete(ctx, await ctx.query_all([source_index(project, s) for s in outline["sources"]],
+                                                    return_failures=True))
         summaries = [f"{i['title']}: {i['summary']}" for i in indexes if not isinstance(i, QueryFailed)]
-        return await backend.abstract(ctx, outline["title"], summaries)
+        return await backend.abstract(ctx, outline["title"], summaries,
+                                      check=lambda text: plain_text_failures(text, "\n".join(summaries)))
 
     @rule(version=1)
     async def project_outline(ctx, project):
         """The project's title and source ids: what its abstract depends on, and not where each
         source lives (a moved file must not reach the model)."""
         listed = await ctx.query(listing(project))
-        return {"title": listed["title"] or project, "sources": [s["id"] for s in listed["sources"]]}
+        return {"title": listed["title"] or project, "sources": listed["ids"]}
 
     artifact_rules = make_artifact_rules(kb, {"listing": listing, "chunk": chunk, "fact_groups": fact_groups,
                                               "reading": reading, "fact": fact, "default_views": default_views},
                                          same_meaning)
     artifacts_rule = next(r for r in artifact_rules if r.name == "artifacts")
 
-    @rule(version=1, params={"label": label})
+    @rule(version=1, uses=(complete,), params={"label": label})
     async def project_index(ctx, project):
         listed = await ctx.query(listing(project))
         await ctx.query_all([problem(project, n) for n in range(len(listed["problems"]))], return_failures=True)
-        ids = [s["id"] for s in listed["sources"]]
-        raws = await ctx.query_all([raw(project, s) for s in ids], return_failures=True)
-        indexes = await ctx.query_all([source_index(project, s) for s in ids], return_failures=True)
-        summary = await ctx.query(abstract(project))
-        made = (await ctx.query_all([artifacts_rule(project)], return_failures=True))[0]
+        ids = listed["ids"]
+        got = complete(ctx, await ctx.query_all([*(raw(project, s) for s in ids), *(source_index(project, s) for s in ids),
+                                                 abstract(project), artifacts_rule(project)], return_failures=True))
+        raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
+        if isinstance(summary, QueryFailed):
+            summary = "(no abstract: a source of this project failed; run `kbuild` to see why)"
         title = listed["title"] or project
         base = store.project(project)
         raw_lines, fact_lines, source_lines = [], [], []
@@ -513,15 +530,12 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
                   "facts and their summaries.\n\n" + "\n".join(fact_lines) + "\n")
         return {"title": title, "abstract": summary, "kind": listed["kind"], "sources": len(fact_lines)}
 
-    @rule(version=1)
+    @rule(version=1, uses=(complete,))
     async def root_index(ctx, *projects):
-        indexes = await ctx.query_all([project_index(p) for p in projects], return_failures=True)
-        lines = []
-        for p, i in zip(projects, indexes):
-            if isinstance(i, QueryFailed):
-                lines.append(f"- {p}: not built; run `kbuild` to see why")
-            else:
-                lines.append(f"- [{i['title']}]({p}/index.md) ({p}, {i['sources']} sources): {i['abstract']}")
+        indexes = complete(ctx, await ctx.query_all([project_index(p) for p in projects], return_failures=True))
+        lines = [f"- [{i['title']}]({p}/index.md) ({p}, {i['sources']} sources): {i['abstract']}"
+                 if not isinstance(i, QueryFailed) else f"- {p}: not built; run `kbuild` to see why"
+                 for p, i in zip(projects, indexes)]
         body = "\n".join(lines) if lines else "No projects yet: `kbuild add PROJECT PATH_OR_URL` starts one."
         ctx.write(store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
         return len(projects)

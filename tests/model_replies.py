@@ -26,6 +26,8 @@ def sources(request: dict) -> list[str]:
 
 
 def first_sentence(text: str) -> str:
+    """The first sentence of the prose, in plain words (links and images by their words)."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", re.sub(r"<[^>]+>", "", text))
     words = " ".join(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith(("#", "=", "-", "`")))
     match = re.search(r"(.+?[.!?])(\s|$)", words)
     return (match.group(1) if match else words)[:300]

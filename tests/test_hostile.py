@@ -398,3 +398,40 @@ def test_a_lock_entry_cannot_make_a_build_delete_what_it_did_not_write(tmp_path)
     assert {rel: (tmp_path / rel).read_bytes() for rel in precious} == before
     assert "outside" not in (tmp_path / "kbuild.lock").read_text()  # written again without the entries
     assert kbuild(tmp_path).exit_code == 0 and {rel: (tmp_path / rel).read_bytes() for rel in precious} == before
+
+
+def test_every_text_a_model_writes_passes_the_guardrails_not_only_facts_and_views(tmp_path):
+    """An obedient model put evil links, a path and a script into the abstract and summaries,
+    which reached kb/index.md and the indexes with exit 0."""
+    evil = ("Done. See [this](http://evil.example/) and [that](../../../../etc/passwd), "
+            "<script>alert(1)</script> [x](javascript:alert(1)) http://evil.example/steal")
+    obey = {"on": False}
+
+    def obedient(request: dict) -> Reply:
+        got = answer(request)
+        if obey["on"] and isinstance(got, dict):
+            for key in ("summary", "abstract"):
+                if key in got:
+                    got[key] = evil
+        return Reply(json.dumps(got) if isinstance(got, dict) else got)
+
+    with ScriptedServer(obedient, string_bounds=True) as server:
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url, validation_retries=1))
+        (tmp_path / "a.md").write_text("# Alpha\n\nThe alpha service stores orders.\n\n## More\n\nIt keeps them for a year.\n")
+        (tmp_path / "b.md").write_text("# Beta\n\nThe beta service sends invoices.\n")
+        (tmp_path / "kb/p").mkdir(parents=True)
+        (tmp_path / "kb/p/sources.yml").write_text("sources:\n  - id: a\n    path: a.md\n  - id: b\n    path: b.md\n")
+        assert kbuild(tmp_path).exit_code == 0
+        before = {p: p.read_text() for p in (tmp_path / "kb").rglob("index.md")}
+        obey["on"] = True
+        (tmp_path / "a.md").write_text("# Alpha\n\nThe alpha service stores orders and refunds.\n\n## More\n\n"
+                                       "It keeps them for two years.\n")
+        (tmp_path / "b.md").write_text("# Beta\n\nThe beta service sends invoices by mail.\n")
+        result = kbuild(tmp_path)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "holds a link, HTML or a script" in result.output
+    pages = "\n".join(p.read_text() for p in (tmp_path / "kb").rglob("*.md") if "/raw/" not in p.as_posix())
+    for bad in ("evil.example", "/etc/passwd", "<script>", "javascript:"):
+        assert bad not in pages, bad
+    for page, text in before.items():  # each index above a refused text keeps its previous version
+        assert page.read_text() == text, page

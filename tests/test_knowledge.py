@@ -213,11 +213,18 @@ def test_bad_input_gets_one_clear_line_and_the_rest_is_built(tmp_path, web):
         assert any(words in line for line in failures), (name, words, output)
     assert len(failures) == len(expected), output  # one line each, no echo from what depended on them
     assert "10,000 EUR" in (tmp_path / "kb/main/facts/good/payments-service.md").read_text()  # built
+    # made for the first time, the indexes above a failed source name what failed
     assert "- [Payments service](facts/good/index.md)" in (tmp_path / "kb/main/index.md").read_text()
+    assert "- gone: not built" in (tmp_path / "kb/main/index.md").read_text()
     assert "broken: not built" in (tmp_path / "kb/index.md").read_text()
     assert_all_links_resolve(tmp_path)
     with_debug = kbuild(tmp_path, "--debug")
     assert "Traceback" in with_debug.output
+    sources.write_text("sources:\n  - id: good\n    path: docs/good.md\n")
+    (broken / "sources.yml").unlink()
+    assert kbuild(tmp_path).exit_code == 0
+    assert "- [Payments service](facts/good/index.md)" in (tmp_path / "kb/main/index.md").read_text()
+    assert_all_links_resolve(tmp_path)
 
 
 def test_add_keeps_comments_and_order(tmp_path):

@@ -153,3 +153,19 @@ def test_the_same_inputs_give_the_same_lock_under_any_hash_seed(tmp_path):
                        env={**os.environ, "PYTHONHASHSEED": seed})
         locks.append((root / "kbuild.lock").read_bytes())
     assert locks[0] == locks[1] == locks[2]
+
+
+def test_a_malformed_entry_fails_its_source_and_keeps_its_pages_only_a_removed_one_takes_them(store):
+    sources = store / "kb/shop/sources.yml"
+    good = sources.read_text()
+    facts = sorted(p.name for p in (store / "kb/shop/facts/other").glob("*.md"))
+    assert facts and (store / "kb/shop/raw/other").is_dir()
+    sources.write_text(good.replace("  - id: other\n    path: other.md\n", "  - id: other\n    pth: other.md\n"))
+    result = kbuild(store)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "source other: pth: Extra inputs are not permitted" in result.output
+    assert sorted(p.name for p in (store / "kb/shop/facts/other").glob("*.md")) == facts  # kept
+    assert (store / "kb/shop/raw/other").is_dir()
+    assert "other" in (store / "kb/shop/index.md").read_text()  # the index above keeps its version
+    sources.write_text(good)
+    assert kbuild(store).exit_code == 0 and kbuild(store, "check").exit_code == 0

@@ -227,6 +227,11 @@ class Context:
         """The git-ignored folder for local state (logs, caches): rebuildable, never committed."""
         return self._build.engine.state_dir
 
+    @property
+    def built_before(self) -> bool:
+        """Whether this query has a value from an earlier build, which stands if it fails now."""
+        return self._query.id in self._build.memos
+
     def count(self, name: str, amount: float) -> None:
         """Add to a build-wide counter shown in the report (tokens, cost, calls...)."""
         counters = self._build.report.counters
@@ -509,6 +514,7 @@ class _Build:
         self.must_run: dict[str, str] = {}  # query id -> why it cannot be reused
         self.unsure: dict[str, str] = {}  # a read is out of date: verify once that one is settled
         self.failed: dict[str, str] = {}
+        self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
         self.values: dict[str, Any] = {}
         self.tasks: dict[str, asyncio.Task[str]] = {}
         self.forced: dict[str, asyncio.Task[str]] = {}
@@ -973,8 +979,14 @@ class _Build:
         self.report.reasons[qid] = reason
         self._emit("run", qid)
         try:
-            value = await rule.fn(ctx, *query.key)
-            blob = encode_value(value)
+            try:
+                value = await rule.fn(ctx, *query.key)
+                blob = encode_value(value)
+            except BaseException:
+                # what a failed query read before it failed is still reached: garbage collection
+                # must not take the pages under a query that failed on its first build
+                self.attempted[qid] = ctx.deps
+                raise
         except CycleError as exc:
             return self._fail(qid, str(exc), exc)
         except QueryFailed as exc:
@@ -1154,10 +1166,11 @@ class _Build:
         stack = list(roots)
         while stack:
             qid = stack.pop()
-            if qid in reached or qid not in self.memos:
+            if qid in reached or (qid not in self.memos and qid not in self.attempted):
                 continue
             reached.add(qid)
-            stack.extend(d for d, _ in flat(self.memos[qid].deps) if not d.startswith(FILE))
+            stack.extend(d for d, _ in flat(self.memos[qid].deps if qid in self.memos else []) if not d.startswith(FILE))
+            stack.extend(d for d, _ in flat(self.attempted.get(qid, [])) if not d.startswith(FILE))
         dead = [q for q in self.memos if q not in reached]
         if not dead:
             return

@@ -247,7 +247,7 @@ class OfflineBackend:
     async def describe_figure(self, ctx: object, png: bytes, nearby: str, name: str, title: str) -> str:
         return nearby  # the converter's text: the caption and what stands around the figure
 
-    async def summarise_source(self, ctx: object, title: str, summaries: list[str]) -> str:
+    async def summarise_source(self, ctx: object, title: str, summaries: list[str], check: object = None) -> str:
         return summarise("\n\n".join(summaries), 2)
 
     async def write_section(self, ctx: object, kind: str, about: str, title: str, facts: list[dict[str, object]],
@@ -260,5 +260,5 @@ class OfflineBackend:
     async def write_spec(self, ctx: object, name: str, statements: list[dict[str, object]]) -> list[dict[str, object]]:
         return select_requirements(statements)
 
-    async def abstract(self, ctx: object, title: str, summaries: list[str]) -> str:
+    async def abstract(self, ctx: object, title: str, summaries: list[str], check: object = None) -> str:
         return summarise("\n\n".join(summaries), 2)

@@ -183,13 +183,17 @@ class OpenAIBackend:
         return {"rewrite": reply.rewrite, "summary": reply.summary,
                 "picks": {view: list(getattr(reply, view)) for view in views}}
 
-    async def summarise_source(self, ctx: Any, title: str, summaries: list[str]) -> str:
+    async def summarise_source(self, ctx: Any, title: str, summaries: list[str],
+                               check: Callable[[str], list[str]] | None = None) -> str:
         reply = await self.ask(ctx, "source summary", SourceSummary, max_tokens=SUMMARY_CHARS, title=title,
+                               check=(lambda r: check(r.summary)) if check else None,
                                summaries=untrusted("\n".join(f"- {s}" for s in summaries)))
         return reply.summary
 
-    async def abstract(self, ctx: Any, title: str, summaries: list[str]) -> str:
+    async def abstract(self, ctx: Any, title: str, summaries: list[str],
+                       check: Callable[[str], list[str]] | None = None) -> str:
         reply = await self.ask(ctx, "abstract", Abstract, max_tokens=SUMMARY_CHARS, title=title,
+                               check=(lambda r: check(r.abstract)) if check else None,
                                summaries=untrusted("\n".join(f"- {s}" for s in summaries)))
         return reply.abstract
 

@@ -155,6 +155,14 @@ class Listing(BaseModel):
     views: list[ViewRequest] = []
     specs: list[SpecRequest] = []
     problems: list[str]
+    # An entry that names a valid id but is otherwise wrong (`pth:` for `path:`): that source
+    # fails with this line and keeps its pages; only an entry that is gone removes them.
+    broken: dict[str, str] = {}
+
+    @property
+    def ids(self) -> list[str]:
+        """Every source the file names, built or broken, in its order."""
+        return [s.id for s in self.sources] + [i for i in self.broken if i not in {s.id for s in self.sources}]
 
 
 def _yaml() -> YAML:
@@ -188,13 +196,19 @@ def parse(data: bytes, where: str) -> Listing:
         raise SourcesError(f"{where}: {one_line(exc)}") from None
     sources: list[Source] = []
     problems: list[str] = []
+    broken: dict[str, str] = {}
     seen: set[str] = set()
     for n, entry in enumerate(project.sources, start=1):
         try:
             source = Source.model_validate(dict(entry) if isinstance(entry, dict) else entry)
         except ValidationError as exc:
             label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
-            problems.append(f"{where}: source {label}: {one_line(exc)}")
+            message = f"{where}: source {label}: {one_line(exc)}; its pages are kept until it is fixed"
+            if isinstance(label, str) and _valid_id(label) and label not in seen:
+                broken[label] = message
+                seen.add(label)
+            else:
+                problems.append(f"{where}: source {label}: {one_line(exc)}")
             continue
         if source.id in seen:
             problems.append(f"{where}: source id {source.id!r} is listed twice; give each source its own id")
@@ -222,7 +236,15 @@ def parse(data: bytes, where: str) -> Listing:
         else:
             specs.append(spec)
     return Listing(kind=project.kind, title=project.title, sources=sources, views=views, specs=specs,
-                   problems=problems)
+                   problems=problems, broken=broken)
+
+
+def _valid_id(value: str) -> bool:
+    try:
+        check_id("source", value)
+        return True
+    except ValueError:
+        return False
 
 
 def resolve_path(root: Path, path: str) -> Path:
