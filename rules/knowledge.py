@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbuild.checks.grounding import triage, unsupported
-from kbuild.checks.links import broken_links_in
+from kbuild.checks.links import broken_links_in, links_in
 from kbuild.checks.secrets import find_secrets, redact
 from kbuild.engine import Problem, Query, QueryFailed, Rule, rule
 from kbuild import meaning
@@ -27,6 +27,7 @@ from kbuild import slicing
 from kbuild.slicing import Chunk, chunk_texts, slice_text
 from kbuild.store.fetch import fetch_urls, meta_yml
 from kbuild.store.layout import Store, link, slugify
+from kbuild.store.links import needs_sources, rewrite_source_links, without_links
 from kbuild.store import sources as sources_module
 from kbuild.store.sources import DEFAULT_VIEWS, Source, SourcesError, parse, resolve_path
 
@@ -244,7 +245,15 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return {"path": original, "hash": hash_bytes(data), "bytes": len(data), "ext": entry.ext,
                 "origin": entry.origin, "title": entry.title}
 
-    @rule(version=1, uses=(*CONVERTER, "kbuild.checks.secrets"))
+    @rule(version=1)
+    async def source_pages(ctx, project):
+        """Each source's origin (its path or url) and its index page: what a source's links are
+        resolved against. Only sources with such links read it, and other edits of sources.yml
+        (a title, a view) do not change it."""
+        listed = await ctx.query(listing(project))
+        return {s["path"] or s["url"]: store.source_index(project, s["id"]) for s in listed["sources"]}
+
+    @rule(version=2, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.store.links"))
     async def text(ctx, project, source):
         got = await ctx.query(raw(project, source))
         data = ctx.read(got["path"])
@@ -264,7 +273,12 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             ctx.warn(f"{project}/{source}: holds what looks like {kinds} ({len(found)} in all); raw/ keeps it, "
                      "generated pages do not repeat it; rotate it if it is real")
         folder = store.facts_dir(project, source)
-        ctx.write(store.text(project, source), converted.text)
+        body = converted.text
+        own = {f"figures/{f.name}{ext}" for f in converted.figures for ext in (".md", ".png")}
+        if converted.kind != "code" and needs_sources(body, own):  # in code, `handlers[kind](event)` is a call
+            body = rewrite_source_links(body, got["origin"], store.text(project, source),
+                                        await ctx.query(source_pages(project)), own)
+        ctx.write(store.text(project, source), body)
         for number, png in enumerate(converted.pages, start=1):
             ctx.write(store.page_image(project, source, number), png)
         if converted.pages:
@@ -280,9 +294,9 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             ctx.write(f"{folder}/figures/index.md", f"# Tables and figures of {source}\n\nCut from the "
                       f"pages of the original, each with its text beside it.\n\n" + "\n".join(lines) + "\n")
         return {
-            "text": converted.text,
+            "text": body,
             "kind": converted.kind,
-            "title": got["title"] or _title(converted.text, source),
+            "title": got["title"] or _title(body, source),
             "original": Path(got["path"]).name,
             "pages": len(converted.pages),
             "figures": {f.name: f.text for f in converted.figures},
@@ -339,6 +353,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
 
     @rule(params={**backend.params("reading"), "views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK},
           uses=(*backend.code, place_quotes, prose_sentences, redact, lost_facts, clean, plain_text_failures,
+                without_links, "kbuild.checks.links",
                 "kbuild.checks.grounding"),
           prompts=backend.prompts("reading"))
     async def reading(ctx, project, source, slug):
@@ -351,7 +366,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         framing = " ".join([c["title"], *c["headings"]])
 
         def guardrail(got: dict[str, str]) -> list[str]:  # before the answer is taken: a reply that fails is asked again
-            links = broken_links_in(got["rewrite"], page, kb.root / store.root)
+            links = broken_links_in(got["rewrite"], page, kb.root / store.root, repeats=links_in(c["text"]))
             refused = triage(got["rewrite"], [c["text"], *c["figures"].values()], framing).refused
             return ([f"the rewrite {problem}" for problem in links] + lost_facts(c["text"], got)
                     + [f"the rewrite's \"{sentence[:60]}\" {why}" for sentence, why in refused])
@@ -362,7 +377,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         if failures:
             raise Problem(f"{project}/{source}/{slug}: {'; '.join(failures)}")
         sentences = prose_sentences(c["text"])
-        return {"rewrite": redact(got["rewrite"]), "summary": redact(got["summary"]),
+        # A summary stands in indexes at every depth of the store: it keeps a link's words only.
+        return {"rewrite": redact(got["rewrite"]), "summary": redact(without_links(got["summary"])),
                 "picks": {v: place_quotes(got["picks"].get(v, []), sentences) for v in views}}
 
     @rule(params=backend.params("reading"), uses=(*backend.code, meaning), cutoff=same_meaning)
@@ -540,6 +556,6 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         ctx.write(store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
         return len(projects)
 
-    return [listing, source_entry, problem, raw, text, chunks, figure_text, chunk, default_views, reading, rewrite, fact,
+    return [listing, source_entry, problem, raw, source_pages, text, chunks, figure_text, chunk, default_views, reading, rewrite, fact,
             chunk_summary, fact_groups, group_summary, source_summary,
             source_index, abstract, project_outline, project_index, root_index, *artifact_rules]

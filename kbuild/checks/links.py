@@ -1,12 +1,16 @@
-"""Every link kbuild writes must resolve to a file inside the store.
+"""Every link in the store must resolve to a file inside the store.
 
-Words quoted from a source (text.md, and the Original section of a fact page) are the source's
-own: its links point where the source pointed, so they are not checked; everything else is.
+Words quoted from a source (text.md, and the Original section of a fact page) carry the source's
+links as text.md was made from them (kbuild.store.links): resolved to the store, or absolute
+http(s) links, or gone. So they are checked like the rest, and an http(s) link quoted from the
+source may stand in what is written from it (a fact's rewrite). Code holds no links: fences,
+inline code, and what a page quotes from a source that is code are not read for them.
 """
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -14,15 +18,26 @@ LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
 QUOTED = re.compile(r"^## Original\n.*?^## Rewritten\n", re.S | re.M)
+WEB = ("http", "https")
 
 
 def checked_text(page: str, name: str) -> str:
-    """The part of a page whose links are kbuild's own."""
+    """The part of a page that is kbuild's own words, not the source's."""
     if name == "text.md":
         return ""
-    page = QUOTED.sub("", page)
-    page = FENCE.sub("", page)
-    return CODE.sub("", page)
+    return _without_code(QUOTED.sub("", page))
+
+
+def quoted_text(page: str, name: str) -> str:
+    """The part of a page that quotes its source word for word."""
+    if name == "text.md":
+        return page
+    found = QUOTED.search(page)
+    return found.group(0) if found else ""
+
+
+def _without_code(text: str) -> str:
+    return CODE.sub("", FENCE.sub("", text))
 
 
 def broken_links(page_file: Path, store_root: Path) -> list[str]:
@@ -30,16 +45,30 @@ def broken_links(page_file: Path, store_root: Path) -> list[str]:
     return broken_links_in(page_file.read_text("utf-8", errors="replace"), page_file, store_root)
 
 
-def broken_links_in(text: str, page_file: Path, store_root: Path, exists: dict[str, bool] | None = None) -> list[str]:
+def links_in(text: str) -> list[str]:
+    """The targets of the links in `text`, outside code."""
+    return LINK.findall(_without_code(text))
+
+
+def broken_links_in(text: str, page_file: Path, store_root: Path, exists: dict[str, bool] | None = None,
+                    repeats: Collection[str] = (), code: bool = False) -> list[str]:
     """The same, for text that will stand at `page_file` (a model's answer before it is written).
-    `exists` remembers which targets exist, for a caller checking many pages."""
+    `exists` remembers which targets exist, for a caller checking many pages. `repeats` are the
+    links of the source's words the text was written from, which it may repeat: made when text.md
+    was, and checked on the finished store (a page they lead to may not be written yet). The http(s)
+    links of the page's own quote may stand anywhere in it. `code` says the source is code: what looks
+    like a link in its quote is code (`handlers[kind](event)`), also where the page repeats it."""
     # String paths, normalised rather than resolved: a link is text, and the store holds no
     # symlinks of kbuild's making; resolving every link cost more than the rest of `kbuild check`.
     root = os.path.normpath(os.path.abspath(store_root))
     here = os.path.dirname(os.path.abspath(page_file))
     known = {} if exists is None else exists
+    quote = links_in(quoted_text(text, page_file.name))
+    accepted = {*repeats, *(t for t in quote if code or urlparse(t).scheme in WEB)}
     problems = []
-    for target in LINK.findall(checked_text(text, page_file.name)):
+    for target in links_in(text):
+        if target in accepted:
+            continue
         if ":" in target or target.startswith("//"):  # a scheme (or a drive): only then parse it
             parts = urlparse(target)
             if parts.scheme or target.startswith("//"):

@@ -57,6 +57,7 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     exists: dict[str, bool] = {}
     store_root = root / (kb.store.root if kb else "")
     page_hashes: dict[str, str] = {}
+    quoting_code = _quoting_code(kb) if kb else set()
     for path, qid in sorted(outputs.items()):
         if not path.endswith(".md"):
             continue
@@ -68,7 +69,8 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
         if "/raw/" in path:
             continue
         text = data.decode("utf-8", errors="replace")
-        for problem in broken_links_in(text, root / path, store_root, exists):
+        code = path.rsplit("/", 1)[0] in quoting_code
+        for problem in broken_links_in(text, root / path, store_root, exists, code=code):
             findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
         for kind in sorted(set(find_secrets(checked_text(text, Path(path).name)))):
             findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
@@ -91,6 +93,19 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
         findings += _not_built(kb, memos)
         findings += _orphans(root, kb.store.root, set(outputs))
     return _unique(findings)
+
+
+def _quoting_code(kb: Any) -> set[str]:
+    """The facts folders of sources that are code, whose quoted words hold no links: in code,
+    `handlers[kind](event)` is a call."""
+    from ..convert.formats import extension, text_kind
+
+    folders = set()
+    for project in kb.projects():
+        for original in (kb.root / kb.store.project(project) / "raw").glob("*/original.*"):
+            if text_kind(extension(original.name)) == "code":
+                folders.add(kb.store.facts_dir(project, original.parent.name))
+    return folders
 
 
 def _not_built(kb: Any, memos: dict[str, Any]) -> list[Finding]:
