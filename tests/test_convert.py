@@ -477,3 +477,53 @@ def test_damaged_pdfs_give_results_or_conversion_errors_quietly(capfd: pytest.Ca
             assert all(png.startswith(PNG_SIGNATURE) for png in result.pages)
     captured = capfd.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+MESSY = """# Guide
+
+## <a name="retry"></a> 4.2.1 Retry Limits
+
+A client MUST NOT retry more than 3 times &mdash; see <a href="volume-1.html">the main volume</a>.
+<div class="breaker"></div>
+Use <b>exponential</b> backoff, <em>never</em> a fixed delay.<br/>Plain `<div>` stays in code.
+
+```html
+<div class="example">&amp; kept as written</div>
+```
+"""
+
+
+def test_inline_html_of_markdown_becomes_its_markdown_meaning_line_for_line():
+    from kbuild.convert import convert
+
+    text = convert(MESSY.encode(), "guide.md").text
+    assert text.count("\n") == MESSY.count("\n")  # line N of text.md is still line N of the source
+    lines = text.splitlines()
+    assert lines[2] == "## 4.2.1 Retry Limits"
+    assert "3 times — see [the main volume](volume-1.html)." in lines[4]
+    assert lines[5] == ""  # a wrapper alone on its line leaves the line, empty
+    assert "Use **exponential** backoff, *never* a fixed delay. Plain `<div>` stays in code." == lines[6]
+    assert '<div class="example">&amp; kept as written</div>' in text  # code is code
+
+
+def test_ligatures_become_the_letters_they_stand_for_and_other_signs_stay():
+    from kbuild.convert import convert
+
+    text = convert("The ﬁle was veriﬁed; ﬂow is 2² m².\n".encode(), "notes.txt").text
+    assert text == "The file was verified; flow is 2² m².\n"
+
+
+def test_a_heading_with_an_anchor_names_its_fact_by_its_visible_words(tmp_path):
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    assert CliRunner().invoke(main, ["-C", str(tmp_path), "init", str(tmp_path)]).exit_code == 0
+    (tmp_path / "guide.md").write_text(MESSY)
+    assert CliRunner().invoke(main, ["-C", str(tmp_path), "add", "p", "guide.md"]).exit_code == 0
+    result = CliRunner().invoke(main, ["-C", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in (tmp_path / "kb/p/facts/guide").glob("*.md"))
+    assert not [n for n in names if "a-name" in n], names
+    page = "\n".join(p.read_text() for p in (tmp_path / "kb/p").rglob("*.md") if "/raw/" not in p.as_posix())
+    assert "<a name" not in page and "&mdash;" not in page and '<div class="breaker">' not in page

@@ -8,7 +8,10 @@ See docs/convert.md.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from . import limits
+from .markup import markdown_without_html, plain_letters
 from .formats import PAGED, UNSUPPORTED, extension, sniff, text_kind
 from .limits import FIGURE_DPI, MAX_PAGES, MAX_SOURCE_BYTES, PAGE_DPI
 from .model import ConversionError, Converted, Figure
@@ -36,6 +39,14 @@ def convert(data: bytes, filename: str) -> Converted:
             "limit for one source; split it or remove it from sources.yml"
         )
 
+    converted = _convert(data, filename)
+    text = plain_letters(converted.text) if converted.kind != "code" else converted.text
+    if converted.kind == "markdown":
+        text = markdown_without_html(text)
+    return dataclasses.replace(converted, text=text) if text != converted.text else converted
+
+
+def _convert(data: bytes, filename: str) -> Converted:
     ext = extension(filename)
     unknown = ext not in PAGED and ext not in ("txt", "text") and text_kind(ext) == "text"
     if unknown and sniff(data) == "a PDF":
