@@ -39,8 +39,8 @@ INDEX_LINES = 150  # an index longer than this gets another level instead of gro
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
 RESERVED = {"index", "text", "pages", "figures"}
-_convert_lock = threading.Lock()
-CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint  # pymupdf is not thread-safe; conversions run one at a time
+_convert_lock = threading.Lock()  # pymupdf is not thread-safe; conversions run one at a time
+CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint
 
 
 def assign_slugs(chains: list[tuple[str, ...]]) -> list[str]:
@@ -71,15 +71,20 @@ def assign_slugs(chains: list[tuple[str, ...]]) -> list[str]:
 
 
 def _title(text: str, fallback: str) -> str:
+    """A document's title: its highest heading near the top, of any level (many documents start
+    at `##`), else `fallback` (the source's id)."""
     lines = text.splitlines()
+    found: list[tuple[int, int, str]] = []  # (level, line, words)
     for i, line in enumerate(lines[:200]):
         stripped = line.strip()
-        if stripped.startswith("# "):
-            return stripped[2:].strip()
+        atx = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", stripped)
+        if atx and atx.group(2):
+            found.append((len(atx.group(1)), i, atx.group(2)))
+            continue
         underline = lines[i + 1].strip() if i + 1 < len(lines) else ""
         if stripped and len(underline) >= len(stripped) and len(set(underline)) == 1 and underline[0] in "=-~#*":
-            return stripped
-    return fallback
+            found.append((1 if underline[0] in "=#*" else 2, i, stripped))
+    return min(found)[2] if found else fallback
 
 
 def _convert(data: bytes, name: str) -> Any:
@@ -253,7 +258,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         listed = await ctx.query(listing(project))
         return {s["path"] or s["url"]: store.source_index(project, s["id"]) for s in listed["sources"]}
 
-    @rule(version=2, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.store.links"))
+    @rule(version=2, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.store.links", _title))
     async def text(ctx, project, source):
         got = await ctx.query(raw(project, source))
         data = ctx.read(got["path"])
