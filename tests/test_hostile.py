@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from documents import scripted_kbuildfile
-from model_replies import answer
+from model_replies import answer, faithful_reply
 from openai_server import Reply, ScriptedServer
 
 from kbuild.cli import main
@@ -46,17 +46,17 @@ def test_a_secret_is_warned_about_kept_in_raw_and_kept_out_of_generated_pages(tm
     assert result.exit_code == 0, result.output
     assert "holds what looks like a password in a URL, an AWS access key (2 in all)" in result.output
     assert "AKIAABCDEFGHIJKLMNOP" in (tmp_path / "kb/ops/raw/deploy/original.md").read_text()
-    for page in (tmp_path / "kb").rglob("*.md"):
-        if "/raw/" in page.as_posix() or page.name == "text.md":
-            continue
-        text = page.read_text()
-        quoted = text.split("\n## Rewritten\n", 1)[-1] if "## Original" in text else text
-        assert "AKIAABCDEFGHIJKLMNOP" not in quoted and "hunter22" not in quoted, page
+    for page in (tmp_path / "kb").rglob("*.md"):  # text.md and each fact's Original too
+        if "/raw/" not in page.as_posix():
+            assert "AKIAABCDEFGHIJKLMNOP" not in page.read_text() and "hunter22" not in page.read_text(), page
     assert kbuild(tmp_path, "check").exit_code == 0
     digest = tmp_path / "kb/ops/artifacts/views/digest.md"
     digest.write_text(digest.read_text() + "\n- The key is AKIAABCDEFGHIJKLMNOP.\n")
+    fact = tmp_path / "kb/ops/facts/deploy/deploy.md"
+    fact.write_text(fact.read_text() + "\n```\npassword: Tr0ub4dor&3x\n```\n")  # quoted code is checked too
     check = kbuild(tmp_path, "check")
-    assert check.exit_code == 1 and "holds what looks like an AWS access key" in check.output
+    assert check.exit_code == 1 and "digest.md: holds what looks like an AWS access key" in check.output
+    assert "deploy.md: holds what looks like an assigned secret" in check.output, check.output
 
 
 def test_instructions_inside_a_document_change_nothing_but_its_own_fact(tmp_path):
@@ -254,6 +254,40 @@ def test_ordinary_prose_and_code_are_left_alone(text):
     from kbuild.checks.secrets import find_secrets, redact
 
     assert find_secrets(text) == [] and redact(text) == text
+
+
+def test_a_secret_never_reaches_a_model_the_call_cache_the_call_log_or_a_page(tmp_path, monkeypatch):
+    """Every kind of the issue, in prose and in assignments: redacted where the text is converted,
+    so no request, no cached call, no logged call, no state and no page but the raw copy has it."""
+    secrets = {"AKIA" + fake(UPPER, 16), AWS_SECRET, GITHUB_PAT, STRIPE_KEY, JWT.split(".")[2], SLACK_WEBHOOK,
+               PASSWORD, "hunter22"}
+    doc = (f"# Deploy\n\nThe AWS secret access key is {AWS_SECRET} and the key id is AKIA{fake(UPPER, 16)}. "
+           f"Releases are signed with {GITHUB_PAT} on every tag.\n\n"
+           f"## Settings\n\nThe service reads these settings at start.\n\n"
+           f"```\nAWS_SECRET_ACCESS_KEY={AWS_SECRET}\nSTRIPE_KEY={STRIPE_KEY}\npassword: {PASSWORD}\n```\n\n"
+           f"## Alerts\n\nAlerts go to {SLACK_WEBHOOK} and the dashboard takes the token {JWT} for now. "
+           "The database is at postgres://app:hunter22@db.internal/app.\n\n"
+           "## Schedule\n\nReleases go out every Tuesday at 10:00 UTC, after the password_field = form.password "
+           "check passes.\n")
+    monkeypatch.setenv("KBUILD_CACHE_DIR", str(tmp_path / "shared-cache"))
+    with ScriptedServer(faithful_reply, string_bounds=True) as server:
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url))
+        (tmp_path / "deploy.md").write_text(doc)
+        (tmp_path / "kb/ops").mkdir(parents=True)
+        (tmp_path / "kb/ops/sources.yml").write_text("sources:\n  - id: deploy\n    path: deploy.md\n")
+        result = kbuild(tmp_path)
+        assert result.exit_code == 0, result.output
+        sent = json.dumps(server.requests)
+    assert "ChunkReading" in sent and "Releases go out every Tuesday" in sent
+    assert "[secret removed]" in sent and "password_field = form.password" in sent
+    leaks = {secret: path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*") if path.is_file()
+             and path.name != "deploy.md" and "/raw/" not in path.as_posix()
+             for secret in secrets if secret.encode() in path.read_bytes()}
+    assert not leaks and not any(secret in sent for secret in secrets), (leaks, [s for s in secrets if s in sent])
+    assert (tmp_path / ".kbuild/logs.db").exists() and list((tmp_path / "shared-cache").rglob("*.json"))
+    assert AWS_SECRET in (tmp_path / "kb/ops/raw/deploy/original.md").read_text()  # the raw copy keeps it
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 0, check.output  # redacted Original and text.md still agree
 
 
 def test_a_bad_url_is_refused_by_add_and_fails_only_its_source_when_listed(tmp_path):
