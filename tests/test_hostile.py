@@ -243,6 +243,8 @@ def test_assigned_secrets_are_found_quoted_or_not(text):
     "password: ********",
     "api_key: ${API_KEY}",
     "token: <your token here>",
+    "| OpenAI | `OPENAI_API_KEY=sk-...` and `KBUILD_MODEL=gpt-4o-mini` |",
+    "api_key = sk-proj-…",
     "secret_name: prod/db/credentials",
     "password_reset_url: https://example.com/reset",
     "The primary key: id. Keyboard: qwerty. Passwords are hashed with bcrypt: cost 12.",

@@ -93,8 +93,9 @@ def _plausible(value: str, line: str) -> str:
     """The secret in a keyword's value, or "" when the value reads as words or as code."""
     at = line.find(value)
     quoted = at > 0 and line[at - 1] in "'\"`"
-    token = value.split()[0].rstrip(".,;:)") if value.split() else ""
-    if len(token) < 6 or is_templated_secret(token) or is_not_alphanumeric_string(token) or token[0] in "$%<{([":
+    token = value.split()[0].rstrip(".,;:)`") if value.split() else ""
+    if (len(token) < 6 or is_templated_secret(token) or is_not_alphanumeric_string(token) or token[0] in "$%<{(["
+            or "..." in token or "\u2026" in token):  # `OPENAI_API_KEY=sk-...` in a README is a placeholder
         return ""
     if quoted:
         return value if value.strip() == token else ""  # a quoted sentence is a label, not a secret
