@@ -111,9 +111,11 @@ def _plausible(value: str, line: str) -> str:
 # Measured against the hand-written patterns this replaced (find_secrets on every page): this
 # repository's kb/ and docs/ (0.3 MB) 46 ms against 34 ms; with its code too (1.0 MB) 117 ms
 # against 103 ms; the 2,000-fact store of benchmarks/check.py (3.1 MB, no secret, no hint) 361 ms
-# against 161 ms, nearly all of it these 41 substring tests, and `kbuild check` on it 3.39 s
-# against 2.90 s (with detect-secrets' import). Without the hints, and testing each line for
-# keywords, 5 times as much.
+# against 161 ms, nearly all of it these 41 substring tests (1.5 ns a character each; a pattern
+# of all of them, or a gate such as "gh", costs more). `kbuild check` on the 10,000-fact store:
+# 8.86 s against 7.22 s, as it now also reads text.md and the Originals and imports detect-secrets
+# (`python benchmarks/check.py --facts 10000 --runs 3`, both in one run). Without the hints, and
+# testing each line for keywords, 5 times as much.
 # The keyword detector's denylist (api_?key, db_?pass, passwd, pwd, secret, contraseña...) by the
 # words each entry holds.
 KEYWORD_HINTS = ("key", "pass", "pwd", "secret", "contrase")
