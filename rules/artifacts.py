@@ -64,7 +64,7 @@ def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[dict[str, A
         for queue in queues:
             if queue and len(chosen) < SECTION_STATEMENTS[view]:
                 chosen.append(queue.pop(0))
-    return [{"text": redact(facts[n]["sentences"][i]), "cites": [facts[n]["ref"]]} for n, i in sorted(chosen)]
+    return [{"text": facts[n]["sentences"][i], "cites": [facts[n]["ref"]]} for n, i in sorted(chosen)]
 
 
 def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[Rule]:
@@ -111,7 +111,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
     @rule(version=3, params={**backend.params("view"), "grounding": backend.params("grounding"),
                              "statements": SECTION_STATEMENTS},
           uses=(*backend.code, _unsupported_section, assemble_section, unsupported_claims, plain_text_failures,
-                "kbuild.checks.grounding"),
+                "kbuild.checks.grounding", "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
           prompts=[*backend.prompts("view"), *backend.prompts("grounding")], cutoff=same_section)
     async def view_section(ctx, project, view, origin, source, group):
         """One section of a view: what one group of a source's facts says to it (for a view on

@@ -258,7 +258,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         listed = await ctx.query(listing(project))
         return {s["path"] or s["url"]: store.source_index(project, s["id"]) for s in listed["sources"]}
 
-    @rule(version=2, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.store.links", _title))
+    @rule(version=2, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
+                           _title))
     async def text(ctx, project, source):
         got = await ctx.query(raw(project, source))
         data = ctx.read(got["path"])
@@ -272,13 +273,17 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             raise Problem(f"{project}/{source} ({got['origin']}): {exc}") from None
         for warning in converted.warnings:
             ctx.warn(f"{project}/{source}: {warning}")
-        found = find_secrets(converted.text)
+        # Redacted here, where the words enter the graph: every page, model request, cached call
+        # and logged call is built from this text, so none of them can hold a secret. Only raw/
+        # keeps the source as it was (and images: a secret in the pixels of a page is not seen).
+        found = [kind for t in (converted.text, *(f.text for f in converted.figures)) for kind in find_secrets(t)]
         if found:
             kinds = ", ".join(sorted(set(found)))
             ctx.warn(f"{project}/{source}: holds what looks like {kinds} ({len(found)} in all); raw/ keeps it, "
-                     "generated pages do not repeat it; rotate it if it is real")
+                     "every other page and every model call has it replaced by [secret removed]; rotate it if it is real")
+        body = redact(converted.text)
+        figure_words = {f.name: redact(f.text) for f in converted.figures}
         folder = store.facts_dir(project, source)
-        body = converted.text
         own = {f"figures/{f.name}{ext}" for f in converted.figures for ext in (".md", ".png")}
         if converted.kind != "code" and needs_sources(body, own):  # in code, `handlers[kind](event)` is a call
             body = rewrite_source_links(body, got["origin"], store.text(project, source),
@@ -292,10 +297,10 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
                       f"rendered as an image.\n\n" + "\n".join(lines) + "\n")
         for figure in converted.figures:
             ctx.write(store.figure(project, source, figure.name, ".png"), figure.png)
-            ctx.write(store.figure(project, source, figure.name, ".md"), figure.text.rstrip() + "\n")
+            ctx.write(store.figure(project, source, figure.name, ".md"), figure_words[figure.name].rstrip() + "\n")
         if converted.figures:
             lines = [f"- [{f.name}]({f.name}.md) (page {f.page}, [image]({f.name}.png)): "
-                     f"{(f.text.strip().splitlines() or [''])[0][:100]}" for f in converted.figures]
+                     f"{(figure_words[f.name].strip().splitlines() or [''])[0][:100]}" for f in converted.figures]
             ctx.write(f"{folder}/figures/index.md", f"# Tables and figures of {source}\n\nCut from the "
                       f"pages of the original, each with its text beside it.\n\n" + "\n".join(lines) + "\n")
         return {
@@ -304,7 +309,7 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             "title": got["title"] or _title(body, source),
             "original": Path(got["path"]).name,
             "pages": len(converted.pages),
-            "figures": {f.name: f.text for f in converted.figures},
+            "figures": figure_words,
         }
 
     # Settings reach the graph as rule parameters (part of each rule's fingerprint), never through
@@ -342,12 +347,13 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return {"text": span, "headings": here["headings"], "previous": context_before(before[0]) if before else "",
                 "title": doc["title"], "figures": figures}
 
-    @rule(params=backend.params("figure"), uses=(*backend.code, meaning), prompts=backend.prompts("figure"),
-          cutoff=same_meaning)
+    @rule(params=backend.params("figure"), uses=(*backend.code, meaning, redact, "kbuild.checks.secret_kinds"),
+          prompts=backend.prompts("figure"), cutoff=same_meaning)
     async def figure_text(ctx, project, source, name):
         doc = await ctx.query(text(project, source))
         png = ctx.read(store.figure(project, source, name, ".png"))
-        return await backend.describe_figure(ctx, png, doc["figures"][name], name, doc["title"])
+        # a model that reads the image may read a secret in its pixels
+        return redact(await backend.describe_figure(ctx, png, doc["figures"][name], name, doc["title"]))
 
     @rule(version=1)
     async def default_views(ctx, project):
@@ -357,9 +363,8 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         return list(DEFAULT_VIEWS[listed["kind"]])
 
     @rule(params={**backend.params("reading"), "views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK},
-          uses=(*backend.code, place_quotes, prose_sentences, redact, lost_facts, clean, plain_text_failures,
-                without_links, "kbuild.checks.links",
-                "kbuild.checks.grounding"),
+          uses=(*backend.code, place_quotes, prose_sentences, redact, "kbuild.checks.secret_kinds", lost_facts, clean,
+                plain_text_failures, without_links, "kbuild.checks.links", "kbuild.checks.grounding"),
           prompts=backend.prompts("reading"))
     async def reading(ctx, project, source, slug):
         """The one model call a chunk costs: its rewrite, its summary, and which of its sentences

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from documents import scripted_kbuildfile
-from model_replies import answer
+from model_replies import answer, faithful_reply
 from openai_server import Reply, ScriptedServer
 
 from kbuild.cli import main
@@ -46,17 +46,17 @@ def test_a_secret_is_warned_about_kept_in_raw_and_kept_out_of_generated_pages(tm
     assert result.exit_code == 0, result.output
     assert "holds what looks like a password in a URL, an AWS access key (2 in all)" in result.output
     assert "AKIAABCDEFGHIJKLMNOP" in (tmp_path / "kb/ops/raw/deploy/original.md").read_text()
-    for page in (tmp_path / "kb").rglob("*.md"):
-        if "/raw/" in page.as_posix() or page.name == "text.md":
-            continue
-        text = page.read_text()
-        quoted = text.split("\n## Rewritten\n", 1)[-1] if "## Original" in text else text
-        assert "AKIAABCDEFGHIJKLMNOP" not in quoted and "hunter22" not in quoted, page
+    for page in (tmp_path / "kb").rglob("*.md"):  # text.md and each fact's Original too
+        if "/raw/" not in page.as_posix():
+            assert "AKIAABCDEFGHIJKLMNOP" not in page.read_text() and "hunter22" not in page.read_text(), page
     assert kbuild(tmp_path, "check").exit_code == 0
     digest = tmp_path / "kb/ops/artifacts/views/digest.md"
     digest.write_text(digest.read_text() + "\n- The key is AKIAABCDEFGHIJKLMNOP.\n")
+    fact = tmp_path / "kb/ops/facts/deploy/deploy.md"
+    fact.write_text(fact.read_text() + "\n```\npassword: Tr0ub4dor&3x\n```\n")  # quoted code is checked too
     check = kbuild(tmp_path, "check")
-    assert check.exit_code == 1 and "holds what looks like an AWS access key" in check.output
+    assert check.exit_code == 1 and "digest.md: holds what looks like an AWS access key" in check.output
+    assert "deploy.md: holds what looks like an assigned secret" in check.output, check.output
 
 
 def test_instructions_inside_a_document_change_nothing_but_its_own_fact(tmp_path):
@@ -157,22 +157,139 @@ def test_a_full_disk_fails_the_page_with_a_clear_line_and_leaves_nothing_half_wr
     assert kbuild(tmp_path).exit_code == 0 and b"Other words." in fact.read_bytes()
 
 
-def test_every_kind_of_credential_is_found_and_redacted():
-    from kbuild.checks.secrets import MARKER, PATTERNS, find_secrets, redact
+def fake(alphabet: str, n: int, seed: int = 17) -> str:
+    """Characters of the right kind for a key's shape, never a real key."""
+    import random
 
-    samples = {
-        "a private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
-        "an AWS access key": "key AKIAABCDEFGHIJKLMNOP here",
-        "a GitHub token": "ghp_" + "a1" * 18,
-        "an OpenAI-style key": "sk-proj-" + "x" * 24,
-        "a Slack token": "xoxb-1234567890-abc",
-        "a password in a URL": "https://bob:hunter22@db.example.com/x",
-        "an assigned secret": "Api_Key = 'abcdefghijkl'",
-    }
-    assert set(samples) == set(PATTERNS)
-    for kind, text in samples.items():
-        assert find_secrets(f"Some words. {text} More words.") == [kind]
-        assert MARKER in redact(text) and text not in redact(text)
+    rnd = random.Random(seed * 1000 + n)
+    return "".join(rnd.choice(alphabet) for _ in range(n))
+
+
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def _b64(data: dict) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+AWS_SECRET = fake(ALNUM, 18) + "/" + fake(ALNUM, 12) + "+" + fake(ALNUM, 8)
+GITHUB_PAT = f"github_pat_{fake(ALNUM, 22)}_{fake(ALNUM, 59)}"
+STRIPE_KEY = "sk_live_" + fake(ALNUM, 24)
+JWT = f"{_b64({'alg': 'HS256', 'typ': 'JWT'})}.{_b64({'sub': '1234567890', 'name': 'Jo Bloggs'})}.{fake(ALNUM + '-_', 43)}"
+SLACK_WEBHOOK = f"https://hooks.slack.com/services/T{fake(UPPER, 8)}/B{fake(UPPER, 10)}/{fake(ALNUM, 24)}"
+PASSWORD = "Tr0ub4dor&3x"
+# Each kind the detectors know, as text of the right shape, and the secret inside it.
+CREDENTIALS = {
+    "a private key": ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n"
+                      "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU="),
+    "an AWS access key": ("key AKIA" + fake(UPPER, 16) + " here", "AKIA" + fake(UPPER, 16)),
+    "an AWS secret access key": (f"The AWS secret access key is {AWS_SECRET}, rotated monthly.", AWS_SECRET),
+    "an Azure storage key": ("AccountKey=" + fake(ALNUM, 86) + "==", fake(ALNUM, 86)),
+    "a GitHub token": ("ghp_" + fake(ALNUM, 36), "ghp_" + fake(ALNUM, 36)),
+    "a GitHub fine-grained token": (f"clone with {GITHUB_PAT} today", GITHUB_PAT),
+    "a GitLab token": ("glpat-" + fake(ALNUM, 20), fake(ALNUM, 20)),
+    "a JSON web token": (f"Authorization: Bearer {JWT}", JWT.split(".")[2]),
+    "an npm token": ("//registry.npmjs.org/:_authToken=npm_" + fake(ALNUM, 36), fake(ALNUM, 36)),
+    "an OpenAI-style key": ("sk-proj-" + fake(ALNUM, 48), fake(ALNUM, 48)),
+    "a PyPI token": ("pypi-AgEIcHlwaS5vcmc" + fake(ALNUM, 70), fake(ALNUM, 70)),
+    "a SendGrid key": (f"SG.{fake(ALNUM, 22)}.{fake(ALNUM, 43)}", fake(ALNUM, 43)),
+    "a Slack token or webhook": (f"post to {SLACK_WEBHOOK} when done", SLACK_WEBHOOK.rsplit("/", 1)[1]),
+    "a Square key": ("sq0csp-" + fake(ALNUM, 43), fake(ALNUM, 43)),
+    "a Stripe key": (f"charge with {STRIPE_KEY}", STRIPE_KEY),
+    "a password in a URL": ("https://bob:hunter22@db.example.com/x", "hunter22"),
+    "an assigned secret": (f"password: {PASSWORD}", PASSWORD),
+}
+
+
+def test_every_kind_of_credential_is_found_and_redacted():
+    from kbuild.checks.secret_kinds import KINDS
+    from kbuild.checks.secrets import MARKER, find_secrets, redact
+
+    assert set(CREDENTIALS) == set(KINDS)
+    for kind, (text, secret) in CREDENTIALS.items():
+        assert find_secrets(f"Some words. {text} More words.") == [kind], kind
+        assert MARKER in redact(text) and secret not in redact(text), (kind, redact(text))
+
+
+@pytest.mark.parametrize("text", [
+    f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
+    f'export AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"',
+    f"aws_secret_access_key = {AWS_SECRET}",
+    f"password: {PASSWORD}",
+    f"  db_password: {PASSWORD}  # the staging one",
+    f"Password: {PASSWORD}",
+    f"api_key={PASSWORD}",
+    f"password = '{PASSWORD}'",
+    f'"password": "{PASSWORD}",',
+])
+def test_assigned_secrets_are_found_quoted_or_not(text):
+    from kbuild.checks.secrets import find_secrets, redact
+
+    assert find_secrets(text), text
+    assert AWS_SECRET not in redact(text) and PASSWORD not in redact(text)
+
+
+@pytest.mark.parametrize("text", [
+    "password_field = form.password",
+    "if password == confirm_password:",
+    "password = request.form['password']",
+    "secret = os.environ.get('SECRET')",
+    "Enter your password to log in; the password is never stored.",
+    "Password: must be at least 8 characters long.",
+    "Password: see the vault",
+    "password: ********",
+    "api_key: ${API_KEY}",
+    "token: <your token here>",
+    "| OpenAI | `OPENAI_API_KEY=sk-...` and `KBUILD_MODEL=gpt-4o-mini` |",
+    "api_key = sk-proj-…",
+    "secret_name: prod/db/credentials",
+    "password_reset_url: https://example.com/reset",
+    "The primary key: id. Keyboard: qwerty. Passwords are hashed with bcrypt: cost 12.",
+    "aws region: us-east-1, commit 3f786850e387550fdab836ed7e6dc881de23001b fixed aws key rotation",
+    "See https://example.com/a:b@c and the JWT eyJhbGciOi in the spec.",
+    "Tokens like ghp_ and sk_live_ and xoxb- name the kind of key, not a key.",
+])
+def test_ordinary_prose_and_code_are_left_alone(text):
+    from kbuild.checks.secrets import find_secrets, redact
+
+    assert find_secrets(text) == [] and redact(text) == text
+
+
+def test_a_secret_never_reaches_a_model_the_call_cache_the_call_log_or_a_page(tmp_path, monkeypatch):
+    """Every kind of the issue, in prose and in assignments: redacted where the text is converted,
+    so no request, no cached call, no logged call, no state and no page but the raw copy has it."""
+    secrets = {"AKIA" + fake(UPPER, 16), AWS_SECRET, GITHUB_PAT, STRIPE_KEY, JWT.split(".")[2], SLACK_WEBHOOK,
+               PASSWORD, "hunter22"}
+    doc = (f"# Deploy\n\nThe AWS secret access key is {AWS_SECRET} and the key id is AKIA{fake(UPPER, 16)}. "
+           f"Releases are signed with {GITHUB_PAT} on every tag.\n\n"
+           f"## Settings\n\nThe service reads these settings at start.\n\n"
+           f"```\nAWS_SECRET_ACCESS_KEY={AWS_SECRET}\nSTRIPE_KEY={STRIPE_KEY}\npassword: {PASSWORD}\n```\n\n"
+           f"## Alerts\n\nAlerts go to {SLACK_WEBHOOK} and the dashboard takes the token {JWT} for now. "
+           "The database is at postgres://app:hunter22@db.internal/app.\n\n"
+           "## Schedule\n\nReleases go out every Tuesday at 10:00 UTC, after the password_field = form.password "
+           "check passes.\n")
+    monkeypatch.setenv("KBUILD_CACHE_DIR", str(tmp_path / "shared-cache"))
+    with ScriptedServer(faithful_reply, string_bounds=True) as server:
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url))
+        (tmp_path / "deploy.md").write_text(doc)
+        (tmp_path / "kb/ops").mkdir(parents=True)
+        (tmp_path / "kb/ops/sources.yml").write_text("sources:\n  - id: deploy\n    path: deploy.md\n")
+        result = kbuild(tmp_path)
+        assert result.exit_code == 0, result.output
+        sent = json.dumps(server.requests)
+    assert "ChunkReading" in sent and "Releases go out every Tuesday" in sent
+    assert "[secret removed]" in sent and "password_field = form.password" in sent
+    leaks = {secret: path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*") if path.is_file()
+             and path.name != "deploy.md" and "/raw/" not in path.as_posix()
+             for secret in secrets if secret.encode() in path.read_bytes()}
+    assert not leaks and not any(secret in sent for secret in secrets), (leaks, [s for s in secrets if s in sent])
+    assert (tmp_path / ".kbuild/logs.db").exists() and list((tmp_path / "shared-cache").rglob("*.json"))
+    assert AWS_SECRET in (tmp_path / "kb/ops/raw/deploy/original.md").read_text()  # the raw copy keeps it
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 0, check.output  # redacted Original and text.md still agree
 
 
 def test_a_bad_url_is_refused_by_add_and_fails_only_its_source_when_listed(tmp_path):

@@ -1,49 +1,44 @@
-"""Text that looks like a credential: found at conversion, kept out of every generated page.
+"""Text that looks like a credential: removed where source text enters kbuild.
 
-The raw copy is never edited, and a fact's Original quotes its source word for word (text.md
-too); everything kbuild writes itself (rewrites, summaries, views, specs) has each secret
-replaced by a marker, and `kbuild check` fails while a generated page still holds one.
+The `text` rule redacts the converted text before anything else reads it, so text.md, every
+fact's Original and rewrite, every summary, index and view, and every model request (and so the
+call cache and the call log) are built from text that never held the secret. Only the copy
+under raw/ keeps the source as it was. What a model writes is redacted again, and `kbuild check`
+fails while any page but a raw copy holds a secret. What a secret looks like is secret_kinds.
 """
 from __future__ import annotations
 
-import re
-
-PATTERNS = {
-    "a private key": re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|\Z)"),
-    "an AWS access key": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    "a GitHub token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    "an OpenAI-style key": re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b"),
-    "a Slack token": re.compile(r"\bxox[abpors]-[A-Za-z0-9-]{10,}\b"),
-    "a password in a URL": re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
-    "an assigned secret": re.compile(r"(?i)\b(?:api[_-]?key|secret|token|passwd|password)\s*[:=]\s*['\"][^'\"\s]{8,}['\"]"),
-}
-# Words each pattern cannot match without (lower case for the case-blind one): a substring test
-# is C-fast, while a pattern anchored on \b tries every word of every page (`kbuild check`
-# scans them all; this took its secret scan from 0.6 s to 0.25 s over 2,000 pages).
-HINTS = {
-    "a private key": ("PRIVATE KEY",),
-    "an AWS access key": ("AKIA", "ASIA"),
-    "a GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    "an OpenAI-style key": ("sk-",),
-    "a Slack token": ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-"),
-    "a password in a URL": ("://",),
-    "an assigned secret": ("api", "secret", "token", "passw"),
-}
-CASE_BLIND = {"an assigned secret"}
 MARKER = "[secret removed]"
+SHORTEST = 4  # a value is replaced wherever it stands: a one-letter "password" would eat the page
 
 
-def _candidates(text: str) -> list[str]:
+def _findings(text: str) -> list[tuple[str, str]]:
+    """(kind, value) for each secret, once each: two detectors that find one secret found one."""
+    # Imported here, not above: detect-secrets imports requests, 0.2 s that every `kbuild` would
+    # pay at start while only a converted source and `kbuild check` scan text.
+    from .secret_kinds import KINDS
+
     lower = text.lower()
-    return [kind for kind, hints in HINTS.items() if any(h in (lower if kind in CASE_BLIND else text) for h in hints)]
+    found: dict[str, str] = {}
+    for kind, (hints, finder) in KINDS.items():
+        if any(h in lower for h in hints):
+            for value in finder(text):
+                if len(value) >= SHORTEST:
+                    found.setdefault(value, kind)
+    kept: list[tuple[str, str]] = []  # a value inside another (a key and `AccountKey=<key>`) is that one
+    for value in sorted(found, key=len, reverse=True):
+        if not any(value in longer for _, longer in kept):
+            kept.append((found[value], value))
+    return kept
 
 
 def find_secrets(text: str) -> list[str]:
     """What kinds of credentials the text holds (one entry per finding)."""
-    return [kind for kind in _candidates(text) for _ in PATTERNS[kind].finditer(text)]
+    return [kind for kind, _ in _findings(text)]
 
 
 def redact(text: str) -> str:
-    for kind in _candidates(text):
-        text = PATTERNS[kind].sub(MARKER, text)
+    """The text with every secret found in it replaced by the marker, wherever it stands."""
+    for _, value in _findings(text):  # longest first
+        text = text.replace(value, MARKER)
     return text

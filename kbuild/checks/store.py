@@ -13,7 +13,7 @@ from typing import Any
 from ..engine import Engine
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
-from .links import broken_links_in, checked_text
+from .links import broken_links_in
 from .secrets import find_secrets
 
 CHECKED_RULES = ("fact", "view_page", "spec_page")  # pages whose statements must be grounded in their sources
@@ -72,7 +72,8 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
         code = path.rsplit("/", 1)[0] in quoting_code
         for problem in broken_links_in(text, root / path, store_root, exists, code=code):
             findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
-        for kind in sorted(set(find_secrets(checked_text(text, Path(path).name)))):
+        # The whole page, quotes and code included: only raw/ keeps a source's words as they were.
+        for kind in sorted(set(find_secrets(text))):
             findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
 
     for qid, memo in sorted(memos.items()):
