@@ -9,8 +9,9 @@ from .graph import to_graph
 from .lockfile import LockError, read_lock
 from .rule import Query, Rule, rule
 from .state import Memo
+from .verify import Change, Reason
 
 __all__ = [
-    "BuildLocked", "BuildStopped", "CallCache", "Context", "CycleError", "Engine", "LockError", "Memo",
-    "PathEscapesRoot", "Problem", "Query", "QueryFailed", "Report", "Rule", "read_lock", "rule", "to_graph",
+    "BuildLocked", "BuildStopped", "CallCache", "Change", "Context", "CycleError", "Engine", "LockError", "Memo",
+    "PathEscapesRoot", "Problem", "Query", "QueryFailed", "Reason", "Report", "Rule", "read_lock", "rule", "to_graph",
 ]

@@ -35,8 +35,8 @@ from . import rule as rules_module
 from .lockfile import patch_lock, read_lock, render_lock
 from .rule import Query, Rule
 from .state import DepGroup, Memo, State, flat
+from .verify import FILE, Change, Reason, first_changed_read, outside_reads, read_changed
 
-FILE = "file:"
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
 # meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
 # so the next build writes the whole lock again, whatever it runs
@@ -355,7 +355,7 @@ class Engine:
                 raise build.stopped
             return report
 
-    def plan(self, targets: Iterable[Query]) -> dict[str, str]:
+    def plan(self, targets: Iterable[Query]) -> dict[str, Reason]:
         """What a build would run and why, without running anything: a dry run.
 
         It is an upper bound: a query listed here may turn out unchanged and be cut off.
@@ -380,17 +380,15 @@ class Engine:
         with self._reading() as build:
             build.load_graph()
             memos, file_hash = build.memos, build.hasher.hash
-            causes: dict[str, str] = {}
+            causes: dict[str, Reason] = {}
+
+            def recorded_hash(dep: str) -> str | None:
+                memo = memos.get(dep)
+                return None if memo is None else memo.hash  # none: a build that failed part way
+
             for qid, memo in memos.items():
-                reason = build._why_not_reusable(memo)
-                for dep, recorded in flat(memo.deps) if reason is None else ():
-                    if dep.startswith(FILE):
-                        if file_hash(dep[5:]) != recorded:
-                            reason = f"its input {dep[5:]} changed"
-                    elif dep not in memos or memos[dep].hash != recorded:  # a build that failed part way
-                        reason = f"it read {dep}, which has changed since"
-                    if reason:
-                        break
+                reason = (outside_reads(memo, build.engine.rules, file_hash)
+                          or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status"))
                 if reason:
                     causes[qid] = reason
             readers: dict[str, list[str]] = {}
@@ -405,7 +403,7 @@ class Engine:
                 for qid in frontier:
                     for reader in readers.get(qid, ()):
                         if reader not in stale:
-                            stale[reader] = (f"it is built on {qid}, which is out of date", stale[qid][1])
+                            stale[reader] = (Reason.of(Change.BUILT_ON_STALE, qid), stale[qid][1])
                             nxt.append(reader)
                 frontier = sorted(nxt)
             return Inspection(dict(memos), stale, dict(build.refused))
@@ -448,7 +446,7 @@ class Engine:
 @dataclass
 class Inspection:
     memos: dict[str, Memo]
-    stale: dict[str, tuple[str, str]]  # query id -> (why, the query whose own change it comes from)
+    stale: dict[str, tuple[Reason, str]]  # query id -> (why, the query whose own change it comes from)
     refused: dict[str, str] = field(default_factory=dict)  # lock entries not taken in, and why
 
 
@@ -511,8 +509,8 @@ class _Build:
         self.changed: set[str] = set()  # queries whose memo this build saved or deleted
         self.calls = CallCache(engine.cache_dir, engine.max_calls)
         self.green: dict[str, str] = {}  # settled this build: query id -> hash its readers see
-        self.must_run: dict[str, str] = {}  # query id -> why it cannot be reused
-        self.unsure: dict[str, str] = {}  # a read is out of date: verify once that one is settled
+        self.must_run: dict[str, Reason] = {}  # query id -> why it cannot be reused
+        self.unsure: dict[str, Reason] = {}  # a read is out of date: verify once that one is settled
         self.failed: dict[str, str] = {}
         self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
         self.values: dict[str, Any] = {}
@@ -723,20 +721,6 @@ class _Build:
 
     # -- the synchronous first pass ---------------------------------------------------------
 
-    def _why_not_reusable(self, memo: Memo | None) -> str | None:
-        """Reasons that need no reads to be settled: no memo, a changed rule, a damaged output."""
-        if memo is None:
-            return "new"
-        r = self.engine.rules.get(memo.rule)
-        if r is None:
-            return f"rule {memo.rule} is not defined any more"
-        if r.fingerprint != memo.fingerprint:
-            return f"rule {memo.rule} changed"
-        for path, digest in memo.outputs.items():
-            if self.hasher.hash(path) != digest:
-                return f"output {path} is missing or was edited"
-        return None
-
     def settle(self, roots: list[str]) -> None:
         """Settle, without running anything, every query whose recorded reads all still hold.
 
@@ -744,9 +728,9 @@ class _Build:
         large one costs a loop over the edges loaded (after a few changes, only what they reach).
         """
         memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
-        file_hash = self.hasher.hash
+        file_hash, rules = self.hasher.hash, self.engine.rules
         cursor: dict[str, int] = {}
-        first_reason: dict[str, str] = {}
+        first_reason: dict[str, Reason] = {}
         deps_of: dict[str, list[tuple[str, str]]] = {}
         for root in roots:
             stack = [root]
@@ -756,7 +740,7 @@ class _Build:
                     stack.pop()
                     continue
                 if qid not in cursor:
-                    reason = self._why_not_reusable(memos.get(qid))
+                    reason = outside_reads(memos.get(qid), rules, file_hash)
                     if reason:
                         must_run[qid] = reason
                         stack.pop()
@@ -774,21 +758,21 @@ class _Build:
                     dep, recorded = deps[i]
                     i += 1
                     if dep.startswith(FILE):
-                        if reason is None and file_hash(dep[5:]) != recorded:
-                            reason = f"input {dep[5:]} changed"
+                        if reason is None:
+                            reason = read_changed(dep, recorded, file_hash(dep[5:]), "dry run")
                         continue
                     now = green.get(dep)
                     if now is None:
                         if dep in must_run or dep in unsure:
-                            reason = reason or f"{dep} is out of date"
+                            reason = reason or Reason.of(Change.DEPENDENCY_OUT_OF_DATE, dep)
                         elif dep in cursor:  # on the stack: a recorded cycle
-                            reason = reason or f"{dep} is part of a cycle"
+                            reason = reason or Reason.of(Change.CYCLE, dep)
                         else:
                             descend = dep
                             i -= 1
                             break
-                    elif now != recorded:
-                        reason = reason or f"{dep} changed"
+                    elif reason is None:
+                        reason = read_changed(dep, recorded, now, "dry run")
                 if descend is not None:
                     cursor[qid] = i
                     if reason is not None:
@@ -930,7 +914,7 @@ class _Build:
             # Read by a query in an earlier build, never built since (it failed): only a reader
             # running again can say whether it is still wanted, and with which rule.
             return UNKNOWN
-        reason = self.must_run.get(qid) or self._why_not_reusable(memo)
+        reason = self.must_run.get(qid) or outside_reads(memo, self.engine.rules, self.hasher.hash)
         if reason is None:
             assert memo is not None
             try:
@@ -942,7 +926,7 @@ class _Build:
                 return memo.hash
         return await self._execute(qid, memo, reason)
 
-    async def _first_changed_read(self, qid: str, memo: Memo) -> str | None:
+    async def _first_changed_read(self, qid: str, memo: Memo) -> Reason | None:
         """Check recorded reads in order, bringing each up to date first; name the first changed."""
         green = self.green
         for group in memo.deps:
@@ -952,10 +936,9 @@ class _Build:
                 seen[unsettled[0]] = await self.demand(unsettled[0], qid)
             elif unsettled:  # brought up to date together; a task each only for these
                 seen = dict(zip(unsettled, await asyncio.gather(*(self.demand(d, qid) for d in unsettled))))
-            for dep, recorded in group:
-                now = self.hasher.hash(dep[5:]) if dep.startswith(FILE) else seen.get(dep) or green[dep]
-                if now != recorded:
-                    return f"{dep.removeprefix(FILE)} changed"
+            reason = first_changed_read(group, self.hasher.hash, lambda dep: seen.get(dep) or green[dep])
+            if reason is not None:
+                return reason
         return None
 
     def _query_for(self, qid: str) -> Query | None:
@@ -968,15 +951,15 @@ class _Build:
         r = self.engine.rules.get(memo.rule)
         return Query(r, tuple(memo.key)) if r else None
 
-    async def _execute(self, qid: str, memo: Memo | None, reason: str) -> str:
+    async def _execute(self, qid: str, memo: Memo | None, reason: Reason) -> str:
         query = self._query_for(qid)
         if query is None:
-            return self._fail(qid, reason, None)
+            return self._fail(qid, reason.sentence, None)
         if self.stopped is not None:  # no more model calls or writes: the build is ending
             return self._fail(qid, f"not run: {self.stopped}", None)
         rule = query.rule
         ctx = Context(self, query)
-        self.report.reasons[qid] = reason
+        self.report.reasons[qid] = reason.sentence
         self._emit("run", qid)
         try:
             try:
@@ -1144,7 +1127,7 @@ class _Build:
         # Settled from the lock on a fresh clone: the value was never stored here; run it.
         task = self.forced.get(qid)
         if task is None:
-            task = asyncio.ensure_future(self._execute(qid, self.memos.get(qid), "its value is not stored locally"))
+            task = asyncio.ensure_future(self._execute(qid, self.memos.get(qid), Reason.of(Change.VALUE_NOT_STORED)))
             self.forced[qid] = task
         await task
         if qid in self.failed:
