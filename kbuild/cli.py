@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from . import buildfile
-from .engine import BuildLocked, BuildStopped, Change, Engine, LockError, Problem, Query, Report, to_graph
+from .engine import BuildLocked, BuildStopped, Change, Engine, FileRead, LockError, Problem, Query, Report, to_graph
 
 
 class Session:
@@ -661,7 +661,7 @@ def status(session: Session, as_json: bool) -> None:
         groups.setdefault(reason.sentence if by_rule else f"{cause}: {reason.sentence}", []).append(qid)
     # Never built: a target, or a query a recorded one read (it failed then). From the same reading
     # of the graph as the stale set, rather than a dry run that would load it again.
-    read = {dep for memo in memos.values() for group in memo.deps for dep, _ in group if not dep.startswith("file:")}
+    read = {dep for memo in memos.values() for group in memo.deps for dep, _ in group if not isinstance(dep, FileRead)}
     new = sorted(q for q in {t.id for t in targets} | read if q not in memos)
     if as_json:
         click.echo(json.dumps({"causes": {c: sorted(qs) for c, qs in groups.items()}, "new": new},

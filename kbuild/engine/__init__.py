@@ -8,10 +8,10 @@ from .files import PathEscapesRoot
 from .graph import to_graph
 from .lockfile import LockError, read_lock
 from .rule import Query, Rule, rule
-from .state import Memo
+from .state import FileRead, Memo
 from .verify import Change, Reason
 
 __all__ = [
-    "BuildLocked", "BuildStopped", "CallCache", "Change", "Context", "CycleError", "Engine", "LockError", "Memo",
+    "BuildLocked", "BuildStopped", "CallCache", "Change", "Context", "CycleError", "Engine", "FileRead", "LockError", "Memo",
     "PathEscapesRoot", "Problem", "Query", "QueryFailed", "Reason", "Report", "Rule", "read_lock", "rule", "to_graph",
 ]

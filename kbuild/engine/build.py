@@ -34,8 +34,8 @@ from .hashing import ABSENT, FAILED, UNKNOWN, decode_value, encode_value, hash_b
 from . import rule as rules_module
 from .lockfile import patch_lock, read_lock, render_lock
 from .rule import Query, Rule
-from .state import DepGroup, Memo, State, flat
-from .verify import FILE, Change, Reason, first_changed_read, outside_reads, read_changed
+from .state import DepGroup, FileRead, Memo, State, flat
+from .verify import Change, Reason, first_changed_read, outside_reads, read_changed
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
 # meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
@@ -173,9 +173,9 @@ class Context:
         try:
             data, digest = hasher.read(key)
         except FileNotFoundError:
-            self.deps.append([(FILE + key, ABSENT)])
+            self.deps.append([(FileRead.of(key), ABSENT)])
             raise
-        self.deps.append([(FILE + key, digest)])
+        self.deps.append([(FileRead.of(key), digest)])
         return data
 
     def read_text(self, path: str | os.PathLike[str]) -> str:
@@ -185,7 +185,7 @@ class Context:
         hasher = self._build.hasher
         key = hasher.key(path)
         digest = hasher.hash(key)
-        self.deps.append([(FILE + key, digest)])
+        self.deps.append([(FileRead.of(key), digest)])
         return digest != ABSENT
 
     async def query(self, query: Query) -> Any:
@@ -394,7 +394,7 @@ class Engine:
             readers: dict[str, list[str]] = {}
             for qid, memo in memos.items():
                 for dep, _ in flat(memo.deps):
-                    if not dep.startswith(FILE):
+                    if not isinstance(dep, FileRead):
                         readers.setdefault(dep, []).append(qid)
             stale = {qid: (reason, qid) for qid, reason in causes.items()}
             frontier = sorted(causes)
@@ -555,7 +555,7 @@ class _Build:
         graph read backwards; every other query is settled with its recorded hash, which its
         readers recorded too (the last build left every read settled)."""
         state = self.state
-        frontier = state.readers(FILE + p for p in changed_files)
+        frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
             frontier |= writers
         reached: set[str] = set()
@@ -568,7 +568,7 @@ class _Build:
         green = self.green
         for qid in reached:
             for dep, recorded in flat(self.memos[qid].deps):
-                if dep not in reached and not dep.startswith(FILE):
+                if dep not in reached and not isinstance(dep, FileRead):
                     green[dep] = recorded
         for qid in root_ids:
             memo = self.memos.get(qid) if qid not in reached else None
@@ -656,8 +656,8 @@ class _Build:
             outputs.update(memo.outputs)
             for group in memo.deps:
                 for dep, digest in group:
-                    if dep.startswith(FILE):
-                        files[dep[5:]] = digest
+                    if isinstance(dep, FileRead):
+                        files[dep.path] = digest
         summary = {"targets": _targets_digest(root_ids), "fingerprints": fingerprints, "files": files,
                    "outputs": outputs, "queries": len(self.memos)}
         summary["stats"] = self._stats_of(summary)
@@ -757,9 +757,9 @@ class _Build:
                 while i < len(deps):
                     dep, recorded = deps[i]
                     i += 1
-                    if dep.startswith(FILE):
+                    if isinstance(dep, FileRead):
                         if reason is None:
-                            reason = read_changed(dep, recorded, file_hash(dep[5:]), "dry run")
+                            reason = read_changed(dep, recorded, file_hash(dep.path), "dry run")
                         continue
                     now = green.get(dep)
                     if now is None:
@@ -930,7 +930,7 @@ class _Build:
         """Check recorded reads in order, bringing each up to date first; name the first changed."""
         green = self.green
         for group in memo.deps:
-            unsettled = [dep for dep, _ in group if not dep.startswith(FILE) and dep not in green]
+            unsettled = [dep for dep, _ in group if not isinstance(dep, FileRead) and dep not in green]
             seen: dict[str, str] = {}
             if len(unsettled) == 1:
                 seen[unsettled[0]] = await self.demand(unsettled[0], qid)
@@ -1015,7 +1015,7 @@ class _Build:
         new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs, notes)
         if memo is not None:
             self.replaced.setdefault(qid, memo)
-            self.dropped |= {d for d, _ in flat(memo.deps) if not d.startswith(FILE)} - {d for d, _ in flat(new.deps)}
+            self.dropped |= {d for d, _ in flat(memo.deps) if not isinstance(d, FileRead)} - {d for d, _ in flat(new.deps)}
         self.memos[qid] = new
         try:
             self.state.save_memo(new, blob)
@@ -1085,7 +1085,7 @@ class _Build:
                 return
             if current != recorded:
                 why = f"{path} is not what kbuild wrote there (edited by hand?)"
-        if why is None and self.state.readers([FILE + path]):
+        if why is None and self.state.readers([FileRead.of(path)]):
             self.read_removals[path] = recorded  # a query still reads it; decided at the end
             return
         if why is not None:
@@ -1109,7 +1109,7 @@ class _Build:
         a person writes, which a hostile lock named as an output)."""
         pending, self.read_removals = self.read_removals, {}
         for path, recorded in sorted(pending.items()):
-            if not self.state.readers([FILE + path]) and not self.state.writers([path]):
+            if not self.state.readers([FileRead.of(path)]) and not self.state.writers([path]):
                 self._remove_output(path, recorded)
 
     async def value_of(self, qid: str) -> Any:
@@ -1152,8 +1152,8 @@ class _Build:
             if qid in reached or (qid not in self.memos and qid not in self.attempted):
                 continue
             reached.add(qid)
-            stack.extend(d for d, _ in flat(self.memos[qid].deps if qid in self.memos else []) if not d.startswith(FILE))
-            stack.extend(d for d, _ in flat(self.attempted.get(qid, [])) if not d.startswith(FILE))
+            stack.extend(d for d, _ in flat(self.memos[qid].deps if qid in self.memos else []) if not isinstance(d, FileRead))
+            stack.extend(d for d, _ in flat(self.attempted.get(qid, [])) if not isinstance(d, FileRead))
         dead = [q for q in self.memos if q not in reached]
         if not dead:
             return
@@ -1204,7 +1204,7 @@ class _Build:
             for path, digest in memo.outputs.items():
                 if not writers.get(path):
                     self._remove_output(path, digest)
-            candidates += [d for d, _ in flat(memo.deps) if not d.startswith(FILE)]
+            candidates += [d for d, _ in flat(memo.deps) if not isinstance(d, FileRead)]
         self.changed |= dead.keys()
 
     def _update_clean(self, summary: dict[str, Any], changed_files: list[str]) -> None:
@@ -1219,17 +1219,17 @@ class _Build:
         for old in [*self.replaced.values(), *dead.values()]:
             for path in old.outputs:
                 outputs.pop(path, None)
-            touched |= {d[5:] for d, _ in flat(old.deps) if d.startswith(FILE)}
+            touched |= {d.path for d, _ in flat(old.deps) if isinstance(d, FileRead)}
         for qid in self.report.executed:
             if qid in dead:
                 continue
             memo = self.memos[qid]
             outputs.update(memo.outputs)
-            touched |= {d[5:] for d, _ in flat(memo.deps) if d.startswith(FILE)}
+            touched |= {d.path for d, _ in flat(memo.deps) if isinstance(d, FileRead)}
             if memo.rule not in summary["fingerprints"]:
                 summary["fingerprints"][memo.rule] = memo.fingerprint
         for path in touched:
-            if self.state.readers([FILE + path]):
+            if self.state.readers([FileRead.of(path)]):
                 files[path] = self.hasher.hash(path)
             else:
                 files.pop(path, None)

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .rule import Rule
-from .state import Memo
-
-FILE = "file:"  # a recorded read of a file is its path behind this prefix; any other read is a query id
+from .state import FileRead, Memo
 
 
 class Change(enum.Enum):
@@ -94,8 +92,8 @@ def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build
     """Whether one recorded read still holds: `now` is the hash it has now (None: none at all)."""
     if now == recorded:
         return None
-    if dep.startswith(FILE):
-        return Reason.of(Change.INPUT_CHANGED, dep[len(FILE):], voice)
+    if isinstance(dep, FileRead):
+        return Reason.of(Change.INPUT_CHANGED, dep.path, voice)
     return Reason.of(Change.DEPENDENCY_CHANGED, dep, voice)
 
 
@@ -104,7 +102,7 @@ def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[st
     """The first recorded read, in order, that no longer holds; each query read is looked up with
     `query_hash`, which the caller has brought up to date (or not, for a reader of the lock)."""
     for dep, recorded in reads:
-        now = file_hash(dep[len(FILE):]) if dep.startswith(FILE) else query_hash(dep)
+        now = file_hash(dep.path) if isinstance(dep, FileRead) else query_hash(dep)
         reason = read_changed(dep, recorded, now, voice)
         if reason is not None:
             return reason
