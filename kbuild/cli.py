@@ -325,7 +325,7 @@ def clean(session: Session, cache: bool) -> None:
     """
     import shutil
 
-    from .engine.build import BuildLock
+    from .engine.buildlock import BuildLock
 
     _, engine = session.load()
     folder = engine.state_dir

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbuild.engine import BuildLocked, Engine, FileRead, Rule, rule
-from kbuild.engine.build import BuildLock
+from kbuild.engine.buildlock import BuildLock
 from kbuild.engine.lockfile import patch_lock, render_lock
 from kbuild.engine.state import Memo
 

@@ -2,7 +2,9 @@
 
 It knows queries, rules, files and hashes; what the rules compute is not its business.
 """
-from .build import BuildLocked, BuildStopped, Context, CycleError, Engine, Problem, QueryFailed, Report
+from .context import Context
+from .engine import Engine
+from .report import BuildLocked, BuildStopped, CycleError, Problem, QueryFailed, Report
 from .callcache import CallCache
 from .files import PathEscapesRoot
 from .graph import to_graph
