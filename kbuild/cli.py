@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from . import buildfile
-from .engine import BuildLocked, BuildStopped, Engine, LockError, Problem, Query, Report, to_graph
+from .engine import BuildLocked, BuildStopped, Change, Engine, FileRead, LockError, Problem, Query, Report, to_graph
 
 
 class Session:
@@ -325,7 +325,7 @@ def clean(session: Session, cache: bool) -> None:
     """
     import shutil
 
-    from .engine.build import BuildLock
+    from .engine.buildlock import BuildLock
 
     _, engine = session.load()
     folder = engine.state_dir
@@ -657,10 +657,11 @@ def status(session: Session, as_json: bool) -> None:
     groups: dict[str, list[str]] = {}  # what changed -> the queries stale because of it
     for qid, (_, cause) in stale.items():
         reason = stale[cause][0]
-        groups.setdefault(reason if reason.startswith("rule ") else f"{cause}: {reason}", []).append(qid)
+        by_rule = reason.kind in (Change.RULE_CHANGED, Change.RULE_GONE)  # one group for all a rule's queries
+        groups.setdefault(reason.sentence if by_rule else f"{cause}: {reason.sentence}", []).append(qid)
     # Never built: a target, or a query a recorded one read (it failed then). From the same reading
     # of the graph as the stale set, rather than a dry run that would load it again.
-    read = {dep for memo in memos.values() for group in memo.deps for dep, _ in group if not dep.startswith("file:")}
+    read = {dep for memo in memos.values() for group in memo.deps for dep, _ in group if not isinstance(dep, FileRead)}
     new = sorted(q for q in {t.id for t in targets} | read if q not in memos)
     if as_json:
         click.echo(json.dumps({"causes": {c: sorted(qs) for c, qs in groups.items()}, "new": new},
@@ -699,7 +700,7 @@ def explain(session: Session, what: str) -> None:
     plan = engine.plan(targets)
     memo = memos[qid]
     click.echo(f"{qid}  (rule {memo.rule})")
-    click.echo(f"  {'would run: ' + plan[qid] if qid in plan else 'up to date'}")
+    click.echo(f"  {'would run: ' + plan[qid].sentence if qid in plan else 'up to date'}")
     for path in sorted(memo.outputs):
         click.echo(f"  writes {path}")
     for group in memo.deps:
@@ -817,13 +818,13 @@ def estimate(engine: Engine, rules: list[str]) -> str:
 def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     plan = engine.plan(targets)
     if as_json:
-        click.echo(json.dumps(plan, indent=2, sort_keys=True))
+        click.echo(json.dumps({qid: reason.sentence for qid, reason in plan.items()}, indent=2, sort_keys=True))
         return
     if not plan:
         click.echo("up to date: nothing would run")
         return
     for qid in sorted(plan):
-        click.echo(f"{qid}: {plan[qid]}")
+        click.echo(f"{qid}: {plan[qid].sentence}")
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
     stale = engine.inspect()
     click.echo(estimate(engine, [stale.memos[q].rule for q in stale.stale]))

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbuild.cli import main
-from kbuild.engine.build import BuildLock
+from kbuild.engine.buildlock import BuildLock
 
 KBUILDFILE = '''
 from kbuild.engine import rule

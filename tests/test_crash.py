@@ -101,6 +101,7 @@ def _full_disk_at(site: str, monkeypatch, after: int) -> None:
     import sqlite3
 
     from kbuild.engine import build as engine_build
+    from kbuild.engine import outputs
     from kbuild.engine import callcache
     from kbuild.engine.state import State
 
@@ -111,7 +112,7 @@ def _full_disk_at(site: str, monkeypatch, after: int) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
     module, name, fault, applies = {
-        "page": (engine_build, "atomic_write", os_error, lambda path, *_: "/out/" in str(path)),
+        "page": (outputs, "atomic_write", os_error, lambda path, *_: "/out/" in str(path)),
         "lock": (engine_build, "atomic_write", os_error, lambda path, *_: str(path).endswith("kbuild.lock")),
         "cache": (callcache, "atomic_write", os_error, lambda *_: True),
         "memo": (State, "save_memo", sqlite_error, lambda *_: True),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kbuild.engine import BuildLocked, Engine, Rule, rule
-from kbuild.engine.build import BuildLock
+from kbuild.engine import BuildLocked, Engine, FileRead, Rule, rule
+from kbuild.engine.buildlock import BuildLock
 from kbuild.engine.lockfile import patch_lock, render_lock
 from kbuild.engine.state import Memo
 
@@ -339,6 +339,21 @@ def test_a_lock_patched_where_queries_changed_equals_one_rendered_afresh():
             else:
                 memos[qid] = memo(qid)
         assert patch_lock(old, memos, changed) == render_lock(memos)
+
+
+def test_reads_are_typed_as_files_or_queries_wherever_the_graph_is_loaded_from(folder):
+    """The state and the lock store a file read as "file:" and its path; loaded, it is a FileRead
+    and a query read is the query's id, so no part of the engine looks at the prefix."""
+    build(folder, report("a.txt", "b.txt"))
+    from_state = Engine(folder, RULES).memos()
+    (folder / ".kbuild" / "state.db").unlink()
+    from_lock = Engine(folder, RULES).memos()
+    for memos in (from_state, from_lock):
+        (((file_read, _),),) = memos['words("a.txt")'].deps
+        assert isinstance(file_read, FileRead) and file_read.path == "a.txt"
+        (((query_read, _),),) = memos['count("a.txt")'].deps
+        assert query_read == 'words("a.txt")' and not isinstance(query_read, FileRead)
+    assert '"file:a.txt"' in (folder / "kbuild.lock").read_text()  # the lock's format is unchanged
 
 
 def test_a_fresh_clone_with_the_lock_needs_no_run(folder, tmp_path_factory):

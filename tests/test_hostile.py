@@ -133,27 +133,27 @@ def test_hostile_sources_yml_and_paths_each_get_one_line(tmp_path):
 def test_a_full_disk_fails_the_page_with_a_clear_line_and_leaves_nothing_half_written(tmp_path, monkeypatch):
     import errno
 
-    from kbuild.engine import build as engine_build
+    from kbuild.engine import outputs as engine_outputs
 
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     (tmp_path / "a.md").write_text("# A\n\nFirst words.\n")
     assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
     assert kbuild(tmp_path).exit_code == 0
     before = {p: p.read_bytes() for p in (tmp_path / "kb").rglob("*") if p.is_file()}
-    real = engine_build.atomic_write
+    real = engine_outputs.atomic_write
 
     def full(path, data):
         if path.name == "a.md" and "/facts/" in path.as_posix():
             raise OSError(errno.ENOSPC, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(engine_build, "atomic_write", full)
+    monkeypatch.setattr(engine_outputs, "atomic_write", full)
     (tmp_path / "a.md").write_text("# A\n\nOther words.\n")
     result = kbuild(tmp_path)
     assert result.exit_code == 1 and "no space left on the device (writing kb/p/facts/a/a.md)" in result.output
     fact = tmp_path / "kb/p/facts/a/a.md"
     assert fact.read_bytes() == before[fact]  # the old page, whole
-    monkeypatch.setattr(engine_build, "atomic_write", real)
+    monkeypatch.setattr(engine_outputs, "atomic_write", real)
     assert kbuild(tmp_path).exit_code == 0 and b"Other words." in fact.read_bytes()
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kbuild.cli import main
-from kbuild.engine.build import BuildLock
+from kbuild.engine.buildlock import BuildLock
 
 
 class Watcher:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine import Engine
+from ..engine import Change, Engine
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
 from .links import broken_links_in
@@ -43,14 +43,14 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
         for path in sorted(memo.outputs):
             if not path.endswith(".md"):
                 continue
-            if reason.startswith("output ") and path in reason:
+            if reason.kind is Change.OUTPUT_EDITED and reason.subject == path:
                 if (root / path).exists():
                     findings.append(Finding(path, "edited by hand: its content differs from the lock",
                                             f"git checkout -- {path}  (or `kbuild` to write it again)"))
                 else:
                     findings.append(Finding(path, "missing: the lock says it was built", "kbuild"))
             else:
-                findings.append(Finding(path, f"stale: {reason}", "kbuild"))
+                findings.append(Finding(path, f"stale: {reason.sentence}", "kbuild"))
 
     # Each page is read once, for its links, its secrets and its grounding verdict; link targets
     # are looked up once however many pages link to them (every fact links to its index).

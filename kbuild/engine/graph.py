@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .state import Memo, flat
+from .state import FileRead, Memo, flat
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -16,7 +16,7 @@ def to_graph(memos: dict[str, Memo], files: bool = True) -> nx.DiGraph:
     for qid, memo in memos.items():
         graph.add_node(qid, kind="query", rule=memo.rule, outputs=sorted(memo.outputs))
         for dep, _ in flat(memo.deps):
-            if dep.startswith("file:"):
+            if isinstance(dep, FileRead):
                 if files:
                     graph.add_node(dep, kind="file")
                     graph.add_edge(qid, dep)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .files import atomic_write
-from .state import Memo
+from .state import Memo, typed_reads
 
 LOCK_VERSION = 1
 
@@ -144,9 +144,11 @@ def read_lock(path: Path) -> dict[str, Memo]:
         doc = json.loads(data)
         if doc.get("version") != LOCK_VERSION:
             raise LockError(f"{path} has lock version {doc.get('version')!r}; this kbuild reads {LOCK_VERSION}")
+        queries = doc["queries"]
+        typed_reads([e["deps"] for e in queries.values()])
         return {
             qid: Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}))
-            for qid, e in doc["queries"].items()
+            for qid, e in queries.items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, LockError):

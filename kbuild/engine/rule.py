@@ -9,16 +9,31 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .hashing import canonical_json, hash_bytes
 
 if TYPE_CHECKING:
-    from .build import Context
+    from .context import Context
 
 Key = tuple[Any, ...]
 RuleFunction = Callable[..., Awaitable[Any]]
-Cutoff = Callable[[Any, Any], bool]
+
+
+@runtime_checkable
+class Judgement(Protocol):
+    """What a cutoff hook may return instead of a bool, to say how it decided (a classifier's
+    stage, probability and reason); the report and `kbuild explain` show it."""
+
+    same: bool
+    stage: str
+    probability: float
+    reason: str
+
+
+# A cutoff hook: hook(old, new) or hook(ctx, old, new), plain or async, saying whether the new
+# value is the same as the old.
+Cutoff = Callable[..., bool | Judgement | Awaitable[bool | Judgement]]
 
 
 class Query:

@@ -14,7 +14,40 @@ from pathlib import Path
 from .files import StatKey
 
 STATE_VERSION = 3
-DepGroup = list[tuple[str, str]]  # (dependency id, hash read); one group is read concurrently
+
+
+class FileRead(str):
+    """A recorded read of a file; any other read is of a query, by its id (a plain str).
+
+    It is the string the state, the lock and the graph name the read by: its path behind
+    "file:", so that a file and a query can never have the same name. Reads loaded from either
+    are typed by `typed_reads`, so nothing else looks at the prefix."""
+
+    __slots__ = ()
+    PREFIX = "file:"
+
+    @classmethod
+    def of(cls, path: str) -> FileRead:
+        return cls(cls.PREFIX + path)
+
+    @property
+    def path(self) -> str:
+        return self[len(FileRead.PREFIX):]
+
+
+DepGroup = list[tuple[str, str]]  # (FileRead or query id, hash read); one group is read concurrently
+
+
+def typed_reads(deps: list[list[DepGroup]]) -> list[list[DepGroup]]:
+    """The memos' `deps` as JSON left them, with each file read made a FileRead (in place: a
+    graph of a million reads is loaded without copying it)."""
+    prefix = FileRead.PREFIX
+    for memo_deps in deps:
+        for group in memo_deps:
+            for read in group:
+                if read[0].startswith(prefix):
+                    read[0] = FileRead(read[0])  # type: ignore[index]
+    return deps
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memo (
@@ -101,13 +134,14 @@ class State:
         # One json.loads over all rows instead of one per row: the per-call overhead was most
         # of the time of a no-op build.
         keys, deps, outputs, notes = (json.loads("[" + ",".join(c) + "]") for c in (keys, deps, outputs, notes))
+        typed_reads(deps)
         return {
             i: Memo(i, r, k, f, d, h, o, n)
             for i, r, k, f, d, h, o, n in zip(ids, rules, keys, fingerprints, deps, hashes, outputs, notes)
         }
 
     def readers(self, deps: Iterable[str]) -> set[str]:
-        """The queries whose memos read any of `deps` (query ids, or "file:" and a path)."""
+        """The queries whose memos read any of `deps` (query ids, or FileReads)."""
         return {r for batch in _batches(deps) for (r,) in
                 self.db.execute(f"SELECT reader FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)}
 

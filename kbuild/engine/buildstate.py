@@ -1,0 +1,137 @@
+"""The state of one build, which every step of the algorithm reads and updates: the role of
+salsa's database handle. The steps are the classes built on it (graphload, snapshot, scan,
+demand, execute, outputs, collect); build.py puts them together."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import rule as rules_module
+from .callcache import CallCache
+from .files import FileHasher
+from .hashing import ABSENT
+from .report import BuildStopped, Report, StateDamaged, stop_for
+from .rule import Query
+from .state import DepGroup, Memo, State
+from .verify import Reason
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+# meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
+# so the next build writes the whole lock again, whatever it runs
+LOCK_BEHIND = "lock_behind"
+COMMIT_EVERY_S = 1.0
+
+Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done", "fail"
+
+
+class BuildState:
+    """The state of one build: which queries are settled, running, failed."""
+
+    def __init__(self, engine: Engine, state: State, refresh: bool, observer: Observer | None,
+                 read_only: bool = False) -> None:
+        self.engine = engine
+        self.read_only = read_only
+        self.state = state
+        self.refresh = refresh
+        self.observer = observer
+        self.hasher = FileHasher(engine.root, state.load_stats)
+        self.sources_seen = json.loads(state.get_meta("sources") or "{}")
+        rules_module.SOURCES.update(self.sources_seen)
+        self.lock_key = self.hasher.key(engine.lock_path)
+        self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
+        self.memos: dict[str, Memo] = {}
+        self.changed: set[str] = set()  # queries whose memo this build saved or deleted
+        self.calls = CallCache(engine.cache_dir, engine.max_calls)
+        self.green: dict[str, str] = {}  # settled this build: query id -> hash its readers see
+        self.must_run: dict[str, Reason] = {}  # query id -> why it cannot be reused
+        self.unsure: dict[str, Reason] = {}  # a read is out of date: verify once that one is settled
+        self.failed: dict[str, str] = {}
+        self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
+        self.values: dict[str, Any] = {}
+        self.tasks: dict[str, asyncio.Task[str]] = {}
+        self.forced: dict[str, asyncio.Task[str]] = {}
+        self.waits: dict[str, set[str]] = {}
+        self.report = Report()
+        self.last_commit = time.monotonic()
+        self.queries: dict[str, Query] = {}
+        # When the last build left everything settled and only a few inputs changed, only the
+        # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
+        self.reached: set[str] | None = None
+        self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
+        self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
+        self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load
+        self.read_removals: dict[str, str] = {}  # files to remove once no query reads them: path -> hash
+        self.produced: set[str] = set()  # every output a query produced in this build
+        self.refused: dict[str, str] = {}  # lock entries not taken in, and why
+        self.stopped: BuildStopped | None = None
+        # the committed memos are ahead of the lock on disk (set by _commit, cleared with the lock)
+        self.lock_behind = state.get_meta(LOCK_BEHIND) is not None
+        self.lock_was_behind = self.lock_behind  # from a build that stopped: the lock is rendered whole
+        self.lock_written = False
+
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def introduce(self, query: Query) -> None:
+        """Make a query runnable by id: one nobody has built yet is known only by its Query."""
+        if query.id not in self.queries:
+            if self.engine.rules.get(query.rule.name) is not query.rule:
+                self.engine.register(query.rule)
+            self.queries[query.id] = query
+
+    def close(self, save: bool = True) -> None:
+        """Commit what this build settled (unless the state is damaged or only read) and close."""
+        gc.unfreeze()  # a watch session builds again and again: let this build's graph go
+        if save and not isinstance(self.stopped, StateDamaged):
+            try:
+                if self.hasher.changed_stats:
+                    self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+                used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
+                if used and used != self.sources_seen:
+                    self.state.set_meta("sources", json.dumps(used))
+                self._commit()
+            except sqlite3.Error as exc:
+                # the last commit stands: what came after it is found again by the next build
+                with contextlib.suppress(sqlite3.Error):
+                    self.state.db.execute("ROLLBACK")
+                if not self.stop(exc, "writing the local state .kbuild/state.db"):
+                    self.state.db.close()
+                    raise
+        self.state.db.close()
+
+    def stop(self, exc: BaseException, writing: str) -> bool:
+        """Stop the build if `exc` stops it (a full disk, a damaged state); False if it does not."""
+        stopped = stop_for(exc, writing)
+        if stopped is None:
+            return False
+        if self.stopped is None:
+            self.stopped = stopped
+        return True
+
+    def _commit(self) -> None:
+        """Commit the state; once memos changed, the same commit says the lock is behind them,
+        so a build stopped before it writes the lock leaves the next build writing all of it."""
+        if self.changed and not self.lock_behind and not self.lock_written:
+            self.state.set_meta(LOCK_BEHIND, "1")
+            self.lock_behind = True
+        self.state.commit()
+
+    def _maybe_commit(self) -> None:
+        now = time.monotonic()
+        if now - self.last_commit >= COMMIT_EVERY_S:
+            self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+            self.hasher.changed_stats.clear()
+            self._commit()
+            self.last_commit = now
+
+    def _emit(self, event: str, qid: str) -> None:
+        if self.observer is not None:
+            self.observer(event, qid)

@@ -1,0 +1,133 @@
+"""A rule's window on the build: every read through it is recorded with its hash."""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .hashing import ABSENT
+from .report import QueryFailed
+from .rule import Query
+from .state import DepGroup, FileRead
+
+if TYPE_CHECKING:
+    from .demand import Demand
+
+
+class Context:
+    """A rule's only window on the world: every read through it is recorded with its hash."""
+
+    __slots__ = ("_build", "_query", "deps", "outputs", "notes")
+
+    def __init__(self, build: Demand, query: Query) -> None:
+        self._build = build
+        self._query = query
+        self.deps: list[DepGroup] = []
+        self.outputs: dict[str, bytes] = {}
+        self.notes: dict[str, object] = {}
+
+    @property
+    def query_id(self) -> str:
+        return self._query.id
+
+    @property
+    def root(self) -> Path:
+        return self._build.engine.root
+
+    def read(self, path: str | os.PathLike[str]) -> bytes:
+        """The bytes of an input file. A missing file is recorded too, so creating it is a change."""
+        hasher = self._build.hasher
+        key = hasher.key(path)
+        try:
+            data, digest = hasher.read(key)
+        except FileNotFoundError:
+            self.deps.append([(FileRead.of(key), ABSENT)])
+            raise
+        self.deps.append([(FileRead.of(key), digest)])
+        return data
+
+    def read_text(self, path: str | os.PathLike[str]) -> str:
+        return self.read(path).decode("utf-8")
+
+    def exists(self, path: str | os.PathLike[str]) -> bool:
+        hasher = self._build.hasher
+        key = hasher.key(path)
+        digest = hasher.hash(key)
+        self.deps.append([(FileRead.of(key), digest)])
+        return digest != ABSENT
+
+    async def query(self, query: Query) -> Any:
+        (value,) = await self.query_all([query])
+        return value
+
+    async def query_all(self, queries: Sequence[Query], *, return_failures: bool = False) -> list[Any]:
+        """Read several queries concurrently. With `return_failures`, a failed one is returned as
+        its QueryFailed instead of raising, so a rule can build around it (an index leaving out a
+        page that failed its checks)."""
+        build = self._build
+        me = self._query.id
+        for q in queries:
+            build.introduce(q)
+        ids = [q.id for q in queries]
+        # Only what is not settled yet is awaited, and one read without a task: a cold build has
+        # every query suspended at once, and a task per read was most of its memory.
+        pending = [i for i in ids if i not in build.green]
+        if len(pending) == 1:
+            await build.demand(pending[0], me)
+        elif pending:
+            await asyncio.gather(*(build.demand(i, me) for i in pending))
+        known, failed = build.values, build.failed
+        missing = [i for i in ids if i not in known or i in failed]
+        if len(missing) == 1:
+            fetched = {missing[0]: await build.value_of(missing[0])}
+        else:
+            fetched = dict(zip(missing, await asyncio.gather(*(build.value_of(i) for i in missing)))) if missing else {}
+        values = [fetched[i] if i in fetched else known[i] for i in ids]
+        group = [(i, build.current_hash(i)) for i in ids]
+        self.deps.append(group)
+        failures = [v for v in values if isinstance(v, QueryFailed)]
+        if failures and not return_failures:
+            raise failures[0]
+        return list(values)
+
+    @property
+    def state_dir(self) -> Path:
+        """The git-ignored folder for local state (logs, caches): rebuildable, never committed."""
+        return self._build.engine.state_dir
+
+    @property
+    def built_before(self) -> bool:
+        """Whether this query has a value from an earlier build, which stands if it fails now."""
+        return self._query.id in self._build.memos
+
+    def count(self, name: str, amount: float) -> None:
+        """Add to a build-wide counter shown in the report (tokens, cost, calls...)."""
+        counters = self._build.report.counters
+        counters[name] = counters.get(name, 0) + amount
+
+    def note(self, key: str, value: object) -> None:
+        """Record something about this query's output in the lock (a check's verdict, say), so
+        that a fresh clone can read it without running anything. JSON values only."""
+        self.notes[key] = value
+
+    def warn(self, message: str) -> None:
+        """Something the user should know about this query's inputs; shown when the query runs."""
+        self._build.report.warnings.setdefault(self._query.id, []).append(message)
+
+    def write(self, path: str, data: bytes | str) -> None:
+        """Produce a file (relative to the root). It is written when the rule succeeds, atomically,
+        and removed when a later run of this query no longer produces it."""
+        self._build.engine.outputs.path(path)  # refuse a path outside the outputs' folder now, in the rule
+        self.outputs[Path(path).as_posix()] = data.encode() if isinstance(data, str) else bytes(data)
+
+    async def call(
+        self, request: Mapping[str, Any], compute: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """An expensive call (a model), cached under the hash of `request` and bounded in flight.
+
+        `request` must hold everything that decides the answer; the response must be JSON.
+        """
+        build = self._build
+        return await build.calls.call(request, compute, refresh=build.refresh)

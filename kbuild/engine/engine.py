@@ -1,0 +1,183 @@
+"""The engine: memoised queries, verification against recorded reads, early cutoff.
+
+A build brings a set of target queries up to date. Each query's memo records what it read, in
+order, with the hash of each read. A query is reused when every recorded read still has its
+recorded hash; reads are checked in the order they were made, each brought up to date first, so
+the query nearest the inputs is always settled before the queries above it. A query that runs
+again and produces the hash it had before (or that its rule's cutoff hook judges equivalent)
+presents its old hash to its readers, so nothing above it runs (early cutoff).
+
+Comparing hashes rather than revision numbers (Salsa's "changed at") is what lets the committed
+lock carry the graph to a fresh clone, and makes a reverted edit cost nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from . import staleness
+from .build import Build
+from .buildlock import BuildLock
+from .buildstate import Observer
+from .files import OutputArea
+from .hashing import decode_value
+from .report import Report, StateDamaged, state_damaged, stop_for
+from .rule import Query, Rule
+from .staleness import Inspection
+from .state import Memo, State
+from .verify import Reason
+
+
+class Engine:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        rules: Iterable[Rule] = (),
+        *,
+        state_dir: Path | None = None,
+        lock_path: Path | None = None,
+        cache_dir: Path | None = None,
+        max_calls: int = 4,
+        cutoff_hooks: bool = True,
+        output_folder: str | None = None,
+    ) -> None:
+        """`output_folder` (relative to the root) is where every output lies: a rule writing
+        elsewhere fails, and a lock naming an output elsewhere has that entry refused."""
+        self.root = Path(root).resolve()
+        self.cutoff_hooks = cutoff_hooks  # False: exact cutoff only (`kbuild build --cutoff exact`)
+        self.rules: dict[str, Rule] = {}
+        for r in rules:
+            self.register(r)
+        self.state_dir = state_dir or self.root / ".kbuild"
+        self.lock_path = lock_path or self.root / "kbuild.lock"
+        env_cache = os.environ.get("KBUILD_CACHE_DIR")
+        self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.state_dir / "cache")
+        self.max_calls = max_calls
+        self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
+
+    def register(self, r: Rule) -> None:
+        known = self.rules.setdefault(r.name, r)
+        if known is not r and known.fn is not r.fn:
+            raise ValueError(f"two different rules are named {r.name!r}; give one of them another name")
+
+    def build(
+        self,
+        targets: Iterable[Query],
+        *,
+        collect_garbage: bool = True,
+        refresh: bool = False,
+        observer: Observer | None = None,
+    ) -> Report:
+        """Bring `targets` up to date. With `collect_garbage`, queries no target reaches any more
+        are forgotten and their files removed (pass False when building a subset).
+
+        Damaged local state is dropped and the build run again from the lock, with a warning:
+        each attempt has an event loop of its own, so nothing of the first one runs on."""
+        targets = list(targets)
+
+        def attempt() -> Report:
+            return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh,
+                                                observer=observer))
+
+        try:
+            return attempt()
+        except StateDamaged as exc:
+            self.discard_state()
+            report = attempt()
+            report.warnings.setdefault("", []).append(f"{exc}; it was rebuilt from {self.lock_path.name}")
+            return report
+
+    def discard_state(self) -> None:
+        """Remove the local state database (and SQLite's files beside it); the lock rebuilds it."""
+        with BuildLock(self.state_dir):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                (self.state_dir / f"state.db{suffix}").unlink(missing_ok=True)
+
+    async def build_async(
+        self,
+        targets: Iterable[Query],
+        *,
+        collect_garbage: bool = True,
+        refresh: bool = False,
+        observer: Observer | None = None,
+    ) -> Report:
+        targets = list(targets)
+        with BuildLock(self.state_dir):
+            try:
+                state = State(self.state_dir / "state.db")
+            except sqlite3.Error as exc:
+                raise stop_for(exc, "writing the local state .kbuild/state.db") or exc from None
+            build = Build(self, state, refresh, observer)
+            try:
+                report = await build.run(targets, collect_garbage)
+            except sqlite3.Error as exc:  # the state failed outside any query
+                if not build.stop(exc, "writing the local state .kbuild/state.db"):
+                    raise
+                report = build.report
+            finally:
+                build.close()
+            if build.stopped is not None:
+                raise build.stopped
+            return report
+
+    def plan(self, targets: Iterable[Query]) -> dict[str, Reason]:
+        """What a build would run and why, without running anything: a dry run.
+
+        It is an upper bound: a query listed here may turn out unchanged and be cut off.
+        """
+        targets = list(targets)
+        with self._reading() as build:
+            for t in targets:
+                build.introduce(t)
+            root_ids = [t.id for t in targets]
+            if build.still_clean(root_ids) is not None:
+                return {}
+            build.load_graph()
+            build.settle(root_ids)
+            return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
+
+    def inspect(self) -> Inspection:
+        """The recorded graph and every query that a build would have to check again, in one
+        reading of the lock and the files: (why, the query whose own inputs, rule or outputs
+        changed and that it is built on, directly or not)."""
+        with self._reading() as build:
+            return staleness.inspect(build)
+
+    def value(self, query: Query) -> Any:
+        """The stored value of a query as the last build left it, without running anything."""
+        state = State(self.state_dir / "state.db")
+        try:
+            blob = state.load_value(query.id)
+        finally:
+            state.db.close()
+        if blob is None:
+            raise KeyError(f"{query.id} has no stored value; run `kbuild` first")
+        return decode_value(blob)
+
+    def memos(self) -> dict[str, Memo]:
+        """The recorded graph: from local state, or from the lock on a fresh clone."""
+        with self._reading() as build:
+            build.load_graph()
+            return dict(build.memos)
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Build]:
+        """A build that only reads: local state when there is some, else the lock alone in memory
+        (a fresh clone), and nothing written either way."""
+        state_file = self.state_dir / "state.db"
+        try:
+            build = Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
+        except sqlite3.DatabaseError as exc:
+            if not state_damaged(exc):
+                raise
+            # a cache that cannot be read: the lock alone says what was built (the next build repairs it)
+            build = Build(self, State(None), False, None, read_only=True)
+        try:
+            yield build
+        finally:
+            build.close(save=False)

@@ -1,0 +1,96 @@
+"""Loading the recorded graph: all of it, only what a few changes reach, or from the lock."""
+from __future__ import annotations
+
+import gc
+
+from .buildstate import BuildState
+from .lockfile import read_lock
+from .snapshot import CLEAN
+from .state import FileRead, Memo, State, flat
+
+
+class GraphLoading(BuildState):
+    def load_graph(self) -> None:
+        # Loading the graph allocates a million small objects; the cyclic collector would scan
+        # them again and again (3 s instead of 0.5 s at 100k queries), and they all live for the
+        # whole build, so collection is paused while loading and they are frozen out of it.
+        gc.disable()
+        try:
+            self.memos = self.state.load_memos()
+            if self.lock_changed:
+                self._import_lock()
+        finally:
+            gc.enable()
+        gc.freeze()
+
+    def load_reached(self, changed_files: list[str], changed_outputs: list[str], root_ids: list[str]) -> None:
+        """Load only the queries that the changed files and outputs reach through the recorded
+        graph read backwards; every other query is settled with its recorded hash, which its
+        readers recorded too (the last build left every read settled)."""
+        state = self.state
+        frontier = state.readers(FileRead.of(p) for p in changed_files)
+        for writers in state.writers(changed_outputs).values():
+            frontier |= writers
+        reached: set[str] = set()
+        while frontier:
+            reached |= frontier
+            frontier = state.readers(frontier) - reached
+        self.reached = reached
+        self.memos = _LazyMemos(state)
+        self.memos.update(state.load_memos(reached))
+        green = self.green
+        for qid in reached:
+            for dep, recorded in flat(self.memos[qid].deps):
+                if dep not in reached and not isinstance(dep, FileRead):
+                    green[dep] = recorded
+        for qid in root_ids:
+            memo = self.memos.get(qid) if qid not in reached else None
+            if memo is not None:
+                green[qid] = memo.hash
+
+    def _import_lock(self) -> None:
+        """Take the graph from the lock when it changed under us (a fresh clone, a git pull).
+
+        An entry naming an output where no output may be (outside the outputs' folder, in .git,
+        the lock itself) is refused: a lock is a file anyone can edit in a pull request, and its
+        outputs are files a build may remove."""
+        imported = read_lock(self.engine.lock_path)
+        for qid, memo in list(imported.items()):
+            why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
+            if why is not None:
+                del imported[qid]
+                self.refused[qid] = (f"{self.lock_key}: the entry {qid} was ignored: {why}; "
+                                     "review the change that brought it")
+                self.changed.add(qid)  # the lock is written again without it
+        if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
+            keep = {q for q, m in imported.items() if self.memos.get(q) == m}
+            self.state.replace_memos(imported.values(), keep_values_of=keep)
+            self.state.set_meta("lock_hash", self.hasher.hash(self.lock_key))
+            self.state.delete_meta(CLEAN)
+        self.memos = imported
+
+
+
+class _LazyMemos(dict[str, Memo]):
+    """Memos loaded from the state when first asked for: a build that loaded only what its
+    changes reach can still look up any query it meets."""
+
+    def __init__(self, state: State) -> None:
+        super().__init__()
+        self.state = state
+
+    def __missing__(self, qid: str) -> Memo:
+        found = self.state.load_memos([qid])
+        if not found:
+            raise KeyError(qid)
+        self[qid] = found[qid]
+        return found[qid]
+
+    def get(self, qid: str, default: Memo | None = None) -> Memo | None:  # type: ignore[override]
+        try:
+            return self[qid]
+        except KeyError:
+            return default
+
+    def __contains__(self, qid: object) -> bool:
+        return isinstance(qid, str) and self.get(qid) is not None

@@ -1,0 +1,77 @@
+"""The files queries write: written atomically, left alone when unchanged, and removed when no
+query produces them any more, but only when they are still what kbuild wrote."""
+from __future__ import annotations
+
+from .buildstate import BuildState
+from .files import atomic_write
+from .hashing import ABSENT, hash_bytes
+from .state import FileRead, Memo
+
+
+class Outputs(BuildState):
+    def _outputs_intact(self, memo: Memo) -> bool:
+        return all(self.hasher.hash(p) == d for p, d in memo.outputs.items())
+
+    def _write_outputs(self, produced: dict[str, bytes], previous: dict[str, str]) -> dict[str, str]:
+        area = self.engine.outputs
+        written: dict[str, str] = {}
+        for path, data in sorted(produced.items()):
+            digest = hash_bytes(data)
+            full = area.path(path)
+            # an unchanged file is not touched; a symlink is replaced even when its target matches
+            if self.hasher.hash(path) != digest or full.is_symlink():
+                try:
+                    atomic_write(full, data)
+                except OSError as exc:
+                    exc.filename = path  # the output, not its temporary file: what the user knows
+                    raise
+                self.hasher.wrote(path, digest)
+            written[path] = digest
+            self.produced.add(path)
+        for path in previous.keys() - written.keys():
+            self._remove_output(path, previous[path])
+        return written
+
+    def _remove_output(self, path: str, recorded: str) -> None:
+        """Remove a file a query no longer produces, if it is still what kbuild wrote: never a
+        file outside the outputs' folder, one whose content is not the recorded one (edited by
+        hand, or never ours), or one a query reads (until it is read no more: see
+        _finish_removals)."""
+        if path in self.produced:  # another query makes it now
+            return
+        full = self.engine.root / path
+        why = self.engine.outputs.problem(path)
+        if why is None and full.is_symlink():
+            why = f"{path} is a symlink now, not the file kbuild wrote"
+        if why is None:
+            current = self.hasher.hash(path)
+            if current == ABSENT:
+                return
+            if current != recorded:
+                why = f"{path} is not what kbuild wrote there (edited by hand?)"
+        if why is None and self.state.readers([FileRead.of(path)]):
+            self.read_removals[path] = recorded  # a query still reads it; decided at the end
+            return
+        if why is not None:
+            self.report.warnings.setdefault(path, []).append(f"kept {path}, which no query produces any more: {why}; "
+                                                             "remove it yourself if it is not wanted")
+            return
+        full.unlink(missing_ok=True)
+        self.hasher.forget(path)
+        for folder in full.parents:  # folders the removed files leave empty go too
+            if folder == self.engine.root or not folder.is_relative_to(self.engine.root):
+                break
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (or gone): stop climbing
+                break
+        self.report.removed.append(path)
+
+    def _finish_removals(self) -> None:
+        """Remove the files that were read when their writer stopped producing them, if no
+        query reads them now (a raw copy under its old name), and keep those still read (a file
+        a person writes, which a hostile lock named as an output)."""
+        pending, self.read_removals = self.read_removals, {}
+        for path, recorded in sorted(pending.items()):
+            if not self.state.readers([FileRead.of(path)]) and not self.state.writers([path]):
+                self._remove_output(path, recorded)

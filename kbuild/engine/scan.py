@@ -1,0 +1,74 @@
+"""The synchronous first pass: settle, without running anything, what verifies as recorded."""
+from __future__ import annotations
+
+from .buildstate import BuildState
+from .state import FileRead
+from .verify import Change, Reason, outside_reads, read_changed
+
+
+class Scan(BuildState):
+    def settle(self, roots: list[str]) -> None:
+        """Settle, without running anything, every query whose recorded reads all still hold.
+
+        An explicit stack rather than recursion or tasks, so a deep graph cannot overflow and a
+        large one costs a loop over the edges loaded (after a few changes, only what they reach).
+        """
+        memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
+        file_hash, rules = self.hasher.hash, self.engine.rules
+        cursor: dict[str, int] = {}
+        first_reason: dict[str, Reason] = {}
+        deps_of: dict[str, list[tuple[str, str]]] = {}
+        for root in roots:
+            stack = [root]
+            while stack:
+                qid = stack[-1]
+                if qid in green or qid in must_run or qid in unsure:
+                    stack.pop()
+                    continue
+                if qid not in cursor:
+                    reason = outside_reads(memos.get(qid), rules, file_hash)
+                    if reason:
+                        must_run[qid] = reason
+                        stack.pop()
+                        continue
+                    cursor[qid] = 0
+                    deps_of[qid] = [dep for group in memos[qid].deps for dep in group]
+                deps = deps_of[qid]
+                i = cursor[qid]
+                reason = first_reason.get(qid)
+                descend = None
+                # Past the first changed read, the rest are still settled: the query's verification
+                # after its changed read is settled needs them, and they cost a stat here against
+                # a task each in the asynchronous pass.
+                while i < len(deps):
+                    dep, recorded = deps[i]
+                    i += 1
+                    if isinstance(dep, FileRead):
+                        if reason is None:
+                            reason = read_changed(dep, recorded, file_hash(dep.path), "dry run")
+                        continue
+                    now = green.get(dep)
+                    if now is None:
+                        if dep in must_run or dep in unsure:
+                            reason = reason or Reason.of(Change.DEPENDENCY_OUT_OF_DATE, dep)
+                        elif dep in cursor:  # on the stack: a recorded cycle
+                            reason = reason or Reason.of(Change.CYCLE, dep)
+                        else:
+                            descend = dep
+                            i -= 1
+                            break
+                    elif reason is None:
+                        reason = read_changed(dep, recorded, now, "dry run")
+                if descend is not None:
+                    cursor[qid] = i
+                    if reason is not None:
+                        first_reason[qid] = reason
+                    stack.append(descend)
+                    continue
+                stack.pop()
+                del cursor[qid], deps_of[qid]
+                first_reason.pop(qid, None)
+                if reason is None:
+                    green[qid] = memos[qid].hash
+                else:
+                    unsure[qid] = reason

@@ -1,0 +1,52 @@
+"""Staleness for `kbuild status` and `kbuild check`: every recorded query that a build would
+have to check again, from one reading of the lock and the files."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .graphload import GraphLoading
+from .state import FileRead, Memo, flat
+from .verify import Change, Reason, first_changed_read, outside_reads
+
+
+@dataclass
+class Inspection:
+    memos: dict[str, Memo]
+    stale: dict[str, tuple[Reason, str]]  # query id -> (why, the query whose own change it comes from)
+    refused: dict[str, str] = field(default_factory=dict)  # lock entries not taken in, and why
+
+
+def inspect(build: GraphLoading) -> Inspection:
+    """Each query whose own inputs, rule or outputs changed, with why, and each query built on
+    one of them, directly or not, with the nearest such query it reads. Unlike a dry run, it does
+    not stop at a query's first changed read: this is the set a reviewer is shown, every output
+    that depends on a change."""
+    build.load_graph()
+    memos, file_hash = build.memos, build.hasher.hash
+    causes: dict[str, Reason] = {}
+
+    def recorded_hash(dep: str) -> str | None:
+        memo = memos.get(dep)
+        return None if memo is None else memo.hash  # none: a build that failed part way
+
+    for qid, memo in memos.items():
+        reason = (outside_reads(memo, build.engine.rules, file_hash)
+                  or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status"))
+        if reason:
+            causes[qid] = reason
+    readers: dict[str, list[str]] = {}
+    for qid, memo in memos.items():
+        for dep, _ in flat(memo.deps):
+            if not isinstance(dep, FileRead):
+                readers.setdefault(dep, []).append(qid)
+    stale = {qid: (reason, qid) for qid, reason in causes.items()}
+    frontier = sorted(causes)
+    while frontier:  # breadth first, so each query names the nearest stale query it reads
+        nxt = []
+        for qid in frontier:
+            for reader in readers.get(qid, ()):
+                if reader not in stale:
+                    stale[reader] = (Reason.of(Change.BUILT_ON_STALE, qid), stale[qid][1])
+                    nxt.append(reader)
+        frontier = sorted(nxt)
+    return Inspection(dict(memos), stale, dict(build.refused))

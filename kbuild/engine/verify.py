@@ -1,0 +1,109 @@
+"""Verifying traces: does each read a memo recorded still hold?
+
+A memo is reused when its rule is the one that built it, its outputs are the files it wrote, and
+every read it recorded still has the hash it recorded. This module is the one place that answers
+that question and says why not, as a `Reason` its callers look at by kind and subject (a build's
+report, a dry run, `kbuild status`, `kbuild check`, `kbuild explain`), never by parsing its words.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .rule import Rule
+from .state import FileRead, Memo
+
+
+class Change(enum.Enum):
+    """Why a query cannot be reused as recorded."""
+
+    NEVER_BUILT = "never built"
+    RULE_GONE = "rule gone"
+    RULE_CHANGED = "rule changed"
+    OUTPUT_EDITED = "output edited"
+    INPUT_CHANGED = "input changed"
+    DEPENDENCY_CHANGED = "dependency changed"
+    DEPENDENCY_OUT_OF_DATE = "dependency out of date"  # a dry run: it would run, with a result not known yet
+    CYCLE = "cycle"  # the recorded reads go round
+    BUILT_ON_STALE = "built on a stale query"  # `kbuild status`: not itself changed, but above a change
+    VALUE_NOT_STORED = "value not stored"  # settled from the lock, but its value is needed here
+
+
+# Who reads the sentence: a build's report, a dry run (`--dry-run`, `explain`), or `status`/`check`,
+# whose reader sees no build log and so is told what was read.
+Voice = Literal["build", "dry run", "status"]
+
+_SENTENCES: dict[Change, str] = {
+    Change.NEVER_BUILT: "new",
+    Change.RULE_GONE: "rule {} is not defined any more",
+    Change.RULE_CHANGED: "rule {} changed",
+    Change.OUTPUT_EDITED: "output {} is missing or was edited",
+    Change.INPUT_CHANGED: "{} changed",
+    Change.DEPENDENCY_CHANGED: "{} changed",
+    Change.DEPENDENCY_OUT_OF_DATE: "{} is out of date",
+    Change.CYCLE: "{} is part of a cycle",
+    Change.BUILT_ON_STALE: "it is built on {}, which is out of date",
+    Change.VALUE_NOT_STORED: "its value is not stored locally",
+}
+_VOICED: dict[tuple[Voice, Change], str] = {
+    ("dry run", Change.INPUT_CHANGED): "input {} changed",
+    ("status", Change.INPUT_CHANGED): "its input {} changed",
+    ("status", Change.DEPENDENCY_CHANGED): "it read {}, which has changed since",
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a query must run: what kind of change, what changed (a path, a query id, a rule), and
+    the sentence a person is shown."""
+
+    kind: Change
+    subject: str
+    sentence: str
+
+    @classmethod
+    def of(cls, kind: Change, subject: str = "", voice: Voice = "build") -> Reason:
+        template = _VOICED.get((voice, kind)) or _SENTENCES[kind]
+        return cls(kind, subject, template.format(subject))
+
+    def __str__(self) -> str:
+        return self.sentence
+
+
+def outside_reads(memo: Memo | None, rules: Mapping[str, Rule], file_hash: Callable[[str], str]) -> Reason | None:
+    """What settles a memo before any of its reads: there is none, its rule changed or went, or
+    an output it wrote is missing or edited."""
+    if memo is None:
+        return Reason.of(Change.NEVER_BUILT)
+    r = rules.get(memo.rule)
+    if r is None:
+        return Reason.of(Change.RULE_GONE, memo.rule)
+    if r.fingerprint != memo.fingerprint:
+        return Reason.of(Change.RULE_CHANGED, memo.rule)
+    for path, digest in memo.outputs.items():
+        if file_hash(path) != digest:
+            return Reason.of(Change.OUTPUT_EDITED, path)
+    return None
+
+
+def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build") -> Reason | None:
+    """Whether one recorded read still holds: `now` is the hash it has now (None: none at all)."""
+    if now == recorded:
+        return None
+    if isinstance(dep, FileRead):
+        return Reason.of(Change.INPUT_CHANGED, dep.path, voice)
+    return Reason.of(Change.DEPENDENCY_CHANGED, dep, voice)
+
+
+def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[str], str],
+                       query_hash: Callable[[str], str | None], voice: Voice = "build") -> Reason | None:
+    """The first recorded read, in order, that no longer holds; each query read is looked up with
+    `query_hash`, which the caller has brought up to date (or not, for a reader of the lock)."""
+    for dep, recorded in reads:
+        now = file_hash(dep.path) if isinstance(dep, FileRead) else query_hash(dep)
+        reason = read_changed(dep, recorded, now, voice)
+        if reason is not None:
+            return reason
+    return None
