@@ -393,6 +393,12 @@ def test_a_download_has_a_total_deadline_a_full_length_and_http_redirects_only(t
                         return
                     self.wfile.write(b"x")
                     self.wfile.flush()
+            elif self.path == "/then-silent":  # a few bytes, then nothing for a minute
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                stop.wait(60)
             elif self.path == "/short":  # announces 100 bytes, sends 18, hangs up
                 self.send_response(200)
                 self.send_header("Content-Length", "100")
@@ -416,6 +422,10 @@ def test_a_download_has_a_total_deadline_a_full_length_and_http_redirects_only(t
         with pytest.raises(FetchError, match="did not finish within 2 s"):
             download(f"{base}/trickle", tmp_path, timeout=2)
         assert time.monotonic() - started < 30  # 2 s and one read's wait; a minute before
+        # a server gone silent holds its read only to the deadline of the whole download, which is
+        # what the error says (before: one read's whole timeout past it, "stalled")
+        with pytest.raises(FetchError, match="did not finish within 3 s"):
+            download(f"{base}/then-silent", tmp_path, timeout=3)
         with pytest.raises(FetchError, match="cut short: 18 of the 100 bytes"):
             download(f"{base}/short", tmp_path)
         for path, target in (("/to-ftp", "ftp://example.com/x.md"), ("/to-file", "file:///etc/passwd")):

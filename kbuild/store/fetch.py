@@ -98,10 +98,22 @@ def _read_by(response: Any, deadline: float, timeout: float, max_bytes: int) -> 
     the end, the size limit, or the deadline of the whole download."""
     blocks: list[bytes] = []
     size = 0
+    # urllib gives one timeout to every read; the socket underneath (http.client's, through its
+    # SocketIO) takes a new one before each read, so a silent server holds a read only until the
+    # deadline of the whole download, not STALL_S past it
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
     while size <= max_bytes:
-        if time.monotonic() > deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise FetchError(f"did not finish within {timeout:.0f} s (a server sending too slowly?)")
-        block = response.read1(BLOCK)
+        if sock is not None:
+            sock.settimeout(min(left, STALL_S))
+        try:
+            block = response.read1(BLOCK)
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                raise FetchError(f"did not finish within {timeout:.0f} s (a server sending too slowly?)") from None
+            raise
         if not block:
             break
         blocks.append(block)
