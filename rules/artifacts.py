@@ -226,12 +226,17 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                 f"_{purpose}. Every statement cites the fact it comes from. Statements: {backend.label}._\n",
                 f"Up: [views](index.md) · [{project}](../../index.md)\n"]
         summary = ""
+        said: set[str] = set()  # a sentence documents repeat is said once, where it first stands
         for section in sections:
-            if isinstance(section, QueryFailed) or not section["statements"]:
+            if isinstance(section, QueryFailed):
+                continue
+            fresh = [st for st in section["statements"] if " ".join(st["text"].lower().split()) not in said]
+            if not fresh:
                 continue
             fact_root = store.project(section["origin"])
             body.append(f"## {section['title']}\n")
-            for statement in section["statements"]:
+            for statement in fresh:
+                said.add(" ".join(statement["text"].lower().split()))
                 cites = " ".join(
                     f"([{ref.split('/', 1)[1]}]({link(path, f'{fact_root}/facts/{ref}.md')}))" for ref in statement["cites"])
                 body.append(f"- {statement['text']} {cites}")

@@ -238,3 +238,15 @@ def test_a_view_on_request_is_grounded_against_the_sentences_it_cites_and_fails_
     (doubting / "payments.md").write_text(PAYMENTS.replace("within 90 days", "within 45 days"))
     assert kbuild(doubting).exit_code == 0
     assert "within 45 days" in (views(doubting) / "refunds.md").read_text()
+
+
+def test_a_sentence_two_sources_repeat_is_said_once_in_a_view(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    repeated = "Refunds MUST be requested within 90 days of the payment."
+    (tmp_path / "a.md").write_text(f"# Alpha\n\n{repeated} The alpha shop sells books.\n")
+    (tmp_path / "b.md").write_text(f"# Beta\n\n{repeated} The beta shop sells music.\n")
+    for name in ("a.md", "b.md"):
+        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    digest = (tmp_path / "kb/shop/artifacts/views/digest.md").read_text()
+    assert digest.count(repeated) == 1, digest
