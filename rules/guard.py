@@ -16,9 +16,13 @@ PLAIN_CHARS = 1200  # a summary or an abstract: a few sentences
 
 def plain_text_failures(text: str, sources: str, limit: int = PLAIN_CHARS) -> list[str]:
     """What is wrong with a model's text that stands in an index line or at the head of a page:
-    it must be a few plain sentences. No link, HTML or script (a document may tell a model to
-    write them), no address its sources do not hold, no more than `limit` characters."""
+    it must be a few plain sentences. Words, not a placeholder ("...", a single word); no link,
+    HTML or script (a document may tell a model to write them); no address its sources do not
+    hold; no more than `limit` characters."""
     failures = []
+    words = re.findall(r"[^\W\d_]{2,}", text)
+    if len(words) < min(2, len(re.findall(r"[^\W\d_]{2,}", sources))):
+        failures.append("says nothing (a placeholder or a single word); write what its sources state")
     if len(text) > limit:
         failures.append(f"is {len(text)} characters long; write at most {limit}")
     if MARKUP.search(text):

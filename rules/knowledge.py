@@ -101,6 +101,15 @@ def _pages_phrase(pages: list[int] | None) -> str:
     return f", page {first}" if first == last else f", pages {first} to {last}"
 
 
+def summaries_or_fail(values: list[Any], where: str) -> list[str]:
+    """The summaries that were made; none at all fails (with the first failure below, if any):
+    asking a model to summarise nothing would publish what it makes of nothing."""
+    kept = [v for v in values if isinstance(v, str)]
+    if not kept:
+        raise next((v for v in values if isinstance(v, QueryFailed)), None) or Problem(f"{where}: nothing to summarise")
+    return kept
+
+
 def context_before(text: str, chars: int = PREVIOUS_CHARS) -> str:
     """The end of the text before a chunk, from a paragraph or sentence start: what references
     at the chunk's start ("it", "this rule") resolve against, and no more."""
@@ -126,8 +135,6 @@ def lost_facts(span: str, got: dict[str, str]) -> list[str]:
     numbers_and_keywords = [m for m in missing if not m.startswith(("`", "\""))]
     if numbers_and_keywords:
         failures.append(f"the rewrite leaves out {', '.join(numbers_and_keywords[:8])}, which the part states")
-    if any(ch.isalnum() for ch in span) and not re.search(r"[^\W\d_]{2}", got["summary"]):
-        failures.append("the summary says nothing; write one or two sentences of what the part states")
     failures += [f"the summary {problem}" for problem in plain_text_failures(got["summary"], span)]
     tags = set(HTML_TAG.findall(got["rewrite"])) - set(HTML_TAG.findall(span))
     if tags or "javascript:" in got["rewrite"].lower():
@@ -433,25 +440,25 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
             groups[-1]["slugs"].append(c["slug"])
         return {"title": doc["title"], "groups": groups}
 
-    @rule(params=backend.params("source summary"), uses=(complete, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("source summary"),
+    @rule(params=backend.params("source summary"), uses=(complete, summaries_or_fail, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("source summary"),
           cutoff=same_meaning)
     async def group_summary(ctx, project, source, group):
         found = await ctx.query(fact_groups(project, source))
         if group >= len(found["groups"]):
             raise Problem(f"{project}/{source} has no group {group} any more")
         slugs = found["groups"][group]["slugs"]
-        kept = [s for s in complete(ctx, await ctx.query_all([chunk_summary(project, source, s) for s in slugs],
-                                                             return_failures=True)) if isinstance(s, str)]
+        kept = summaries_or_fail(complete(ctx, await ctx.query_all([chunk_summary(project, source, s) for s in slugs],
+                                                                   return_failures=True)), f"{project}/{source}")
         return kept[0] if len(kept) == 1 else await backend.summarise_source(
             ctx, found["title"], kept, check=lambda text: plain_text_failures(text, "\n".join(kept)))
 
-    @rule(params=backend.params("source summary"), uses=(complete, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("source summary"),
+    @rule(params=backend.params("source summary"), uses=(complete, summaries_or_fail, plain_text_failures, *backend.code, meaning), prompts=backend.prompts("source summary"),
           cutoff=same_meaning)
     async def source_summary(ctx, project, source):
         found = await ctx.query(fact_groups(project, source))
-        kept = [s for s in complete(ctx, await ctx.query_all([group_summary(project, source, n)
-                                                              for n in range(len(found["groups"]))],
-                                                             return_failures=True)) if isinstance(s, str)]
+        kept = summaries_or_fail(complete(ctx, await ctx.query_all([group_summary(project, source, n)
+                                                                    for n in range(len(found["groups"]))],
+                                                                   return_failures=True)), f"{project}/{source}")
         return kept[0] if len(kept) == 1 else await backend.summarise_source(
             ctx, found["title"], kept, check=lambda text: plain_text_failures(text, "\n".join(kept)))
 
@@ -503,6 +510,10 @@ def _make_rules(kb: KnowledgeBase) -> list[Rule]:
         indexes = complete(ctx, await ctx.query_all([source_index(project, s) for s in outline["sources"]],
                                                     return_failures=True))
         summaries = [f"{i['title']}: {i['summary']}" for i in indexes if not isinstance(i, QueryFailed)]
+        if not outline["sources"]:
+            return "No sources yet."
+        if not summaries:
+            raise Problem(f"{project}: no source of it has a summary yet")
         return await backend.abstract(ctx, outline["title"], summaries,
                                       check=lambda text: plain_text_failures(text, "\n".join(summaries)))
 

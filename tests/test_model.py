@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from model_replies import answer as faithful_answer
 from model_replies import faithful_reply
 from openai_server import Fault, Reply, ScriptedServer, strict_schema_errors
 
@@ -322,3 +323,24 @@ def test_a_failed_page_is_not_hidden_the_pages_above_it_keep_their_previous_vers
         assert third.exit_code == 0, third.output  # the fault passed: everything is made whole again
         assert "60 days" in (root / "kb/pay/facts/doc/refunds.md").read_text()
         assert "- [refunds](refunds.md)" in (root / "kb/pay/facts/doc/index.md").read_text()
+
+
+@pytest.mark.parametrize("placeholder", ["...", "Payments", "doc"])
+def test_a_placeholder_is_no_summary_and_is_never_published_as_model_output(tmp_path, placeholder):
+    """A small model answered "..." and it was published under "model output, checked against its sources"."""
+    def lazy(request: dict) -> Reply:
+        got = faithful_answer(request)
+        if isinstance(got, dict):
+            for key in ("summary", "abstract"):
+                if key in got:
+                    got[key] = placeholder
+            for st in got.get("statements", []):
+                st["text"] = placeholder
+        return Reply(json.dumps(got) if isinstance(got, dict) else got)
+
+    with ScriptedServer(lazy, string_bounds=True) as server:
+        root = project(tmp_path, server, validation_retries=1)
+        result = kbuild(root)
+    assert result.exit_code == 1 and "says nothing" in result.output and "Traceback" not in result.output
+    pages = "\n".join(p.read_text() for p in (root / "kb").rglob("index.md"))
+    assert f": {placeholder}\n" not in pages and f"\n\n{placeholder}\n\n" not in pages
