@@ -7,7 +7,6 @@ are computed here from fact ids, never taken from a model.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 

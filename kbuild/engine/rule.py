@@ -9,12 +9,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .hashing import canonical_json, hash_bytes
-
-if TYPE_CHECKING:
-    from .context import Context
 
 Key = tuple[Any, ...]
 RuleFunction = Callable[..., Awaitable[Any]]
