@@ -859,7 +859,8 @@ def save_report(engine: Engine, report: Report) -> None:
     from .engine.files import atomic_write
 
     folder = engine.state_dir / "reports"
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**9:09d}"
+    now = time.time_ns()  # one reading of the clock: two could straddle a second and sort out of order
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 10**9)) + f"-{now % 10**9:09d}"
     atomic_write(folder / f"{stamp}.json", json.dumps(report_json(report), indent=1, sort_keys=True).encode())
     for old in sorted(folder.glob("*.json"))[:-50]:
         old.unlink()
