@@ -15,15 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kbuild.model.offline import STOPWORDS
+from kbuild.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
+from kbuild.model.offline import MD_LINK, STOPWORDS
 from kbuild.search import tokens
 from kbuild.slicing import split_sentences
 
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 KEYWORD = re.compile(r"\b(MUST NOT|SHALL NOT|SHOULD NOT|MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED|OPTIONAL)\b")
-# A code name: `quoted`, or a word joined by _ or . or written in camelCase
-IDENTIFIER = re.compile(r"``([^`\n]+)``|`([^`\n]+)`|\b([A-Za-z]+(?:[_.][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
-QUOTED = re.compile(r"[\"“]([^\"”\n]{3,80})[\"”]")
 # Words that turn a statement's force or truth: a rewrite that adds, drops or swaps one says
 # something else, even with every other word the source's
 FORCE = frozenset(tokens(
@@ -43,7 +41,7 @@ def _numbers(text: str) -> list[str]:
 
 
 def _identifiers(text: str) -> list[str]:
-    return [a or b or c for a, b, c in IDENTIFIER.findall(text)]
+    return [a or b or c for a, b, c in CODE.findall(text)]
 
 
 def _flat(text: str) -> str:
@@ -62,7 +60,8 @@ def unsupported(statement: str, cited: list[str]) -> list[str]:
     missing = [n for n in dict.fromkeys(_numbers(statement)) if n not in numbers]
     missing += [k for k in dict.fromkeys(KEYWORD.findall(statement)) if k not in keywords]
     missing += [f"`{name}`" for name in dict.fromkeys(_identifiers(statement)) if _flat(name) not in flat]
-    missing += [f"\"{term}\"" for term in dict.fromkeys(QUOTED.findall(statement)) if _flat(term) not in flat]
+    missing += [f"\"{term}\"" for term in dict.fromkeys(a or b for a, b in QUOTED.findall(statement))
+                if _flat(term) not in flat]
     return missing
 
 
@@ -86,7 +85,6 @@ def _content(text: str) -> set[str]:
     return {t for t in tokens(text) if t not in STOPWORDS and not t.isdigit()}
 
 
-MD_LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)\)")  # a target has no spaces: `f[T](x: T)` is code
 HEADING = re.compile(r"^#{1,6}\s+", re.M)
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 

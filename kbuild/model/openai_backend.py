@@ -29,6 +29,7 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..engine import Problem
+from ..slicing import estimate_tokens
 from .calllog import CallLog
 from .settings import ModelSettings
 
@@ -107,10 +108,6 @@ def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0] + " …"
 
 
-def estimate_tokens(text: str) -> int:
-    return len(text) // 3 + 1  # a safe side of the usual 4 characters a token: a budget, not a bill
-
-
 def prompt_path(name: str) -> Path:
     import kbuild.rules
 
@@ -177,7 +174,7 @@ class OpenAIBackend:
             check=(lambda r: check({"rewrite": r.rewrite, "summary": r.summary})) if check else None, shape=shape,
             # what the reply should take (the rewrite a little longer than the part, a summary, the
             # picks no longer than the part), not what it may take: a model that loops is cut early
-            max_tokens=estimate_tokens(span) * 3 + 200,
+            max_tokens=estimate_tokens(span) * 4 + 200,
             title=title, where=" › ".join([title, *headings]), previous=untrusted(previous) or "(none)",
             figures=untrusted(figure_text), chunk=untrusted(span), views=listed, picks=str(picks))
         return {"rewrite": reply.rewrite, "summary": reply.summary,
