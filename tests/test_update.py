@@ -124,17 +124,29 @@ def test_a_moved_file_with_the_same_content_costs_no_rewrite(store):
     ("Call `load_graph` first.", "Call `load_state` first.", False),
     ("See [the terms](terms.md).", "See [the terms](old-terms.md).", False),
     ("The team reviews it weekly.", "The team reviews it monthly.", False),
+    ("Refunds are paid within the the week.", "Refunds are paid within the week.", True),  # a repeated word
+    ("The job retries it the request.", "The job retries the request.", True),  # an extraneous "it"
+    ("Cards are also accepted.", "Cards are accepted.", True),  # a filler word
+    ("A: Cards are accepted.", "Cards are accepted.", True),  # a FAQ's answer label
+    ("It is a 'reified' import.", "It is a reified import.", True),  # quoting
+    ("Only cards are accepted.", "Cards are accepted.", False),  # "only" is not filler
+    ("The job had had a retry.", "The job had a retry.", False),  # "had had" is English
+    ("Call `Load` first.", "Call `load` first.", False),  # a code name's case is its name
 ])
 def test_the_classifier_says_same_only_for_what_means_the_same(old, new, same):
     assert classify_text(old, new).same is same
 
 
-def test_no_false_same_on_labelled_real_edits():
-    """71 real paragraph edits from PEP revisions, labelled by reading (tests/data/README.md)."""
+def test_no_false_same_on_labelled_edits_and_most_same_edits_are_cut_off():
+    """82 real paragraph edits from PEP revisions and 13 constructed ones, labelled by reading
+    (tests/data/README.md): never a false "same", and the cutoff says "same" for at least 70% of
+    the edits that mean the same, without a model."""
     pairs = json.loads((DATA / "meaning-pairs.json").read_text())
-    false_same = [p["old"][:60] for p in pairs if not p["same"] and classify_text(p["old"], p["new"]).same]
-    assert false_same == []
-    assert sum(1 for p in pairs if p["same"] and classify_text(p["old"], p["new"]).same) >= 9  # the cutoff it buys
+    said = [classify_text(p["old"], p["new"]).same for p in pairs]
+    assert [p["old"][:60] for p, same in zip(pairs, said) if same and not p["same"]] == []
+    real = [same for p, same in zip(pairs, said) if p["same"] and not p.get("constructed")]
+    every = [same for p, same in zip(pairs, said) if p["same"]]
+    assert sum(real) / len(real) >= 0.7 and sum(every) / len(every) >= 0.7
 
 
 def test_the_same_inputs_give_the_same_lock_under_any_hash_seed(tmp_path):
