@@ -265,3 +265,40 @@ def test_a_document_that_starts_at_a_second_level_heading_is_titled_by_it():
     assert _title("## Preface\n\n# The real title\n", "x") == "The real title"  # the highest heading wins
     assert _title("Title\n=====\n\n## Part\n", "x") == "Title"
     assert _title("no heading at all\n", "the-id") == "the-id"
+
+
+def test_offline_summaries_are_statements_of_the_text_not_its_markup_references_or_repeats():
+    """A summary stands in every index above its page: whole sentences of the prose, each once;
+    no footnote marks, no reference list, no list marker, no lead-in to a block left out."""
+    from kbuild.model.offline import summarise
+
+    text = """Retries
+=======
+
+- Retries MUST stop after 3 attempts [#limit]_, as the gateway counts them per account.
+- Each retry waits twice as long as the one before it, from one second up.
+
+To configure them, write a block of the form::
+
+    retries: 3
+
+References
+==========
+
+.. [#limit] The gateway's own limit, see its manual at https://example.com/manual and
+   the RFC 9110 discussion of idempotent requests and their retries and limits.
+"""
+    summary = summarise(text)
+    assert "Retries MUST stop after 3 attempts, as the gateway counts them per account." in summary
+    assert "[#limit]_" not in summary and "example.com" not in summary and "RFC" not in summary
+    assert not summary.startswith("-") and not summary.rstrip().endswith(":")
+    assert summarise(f"{text}\n\n{text}").count("Retries MUST stop") == 1
+    assert summarise("```\nx = 1\n```\n") == "x = 1"  # a part with only code is summarised by its words
+
+
+def test_offline_rewrites_keep_code_as_code():
+    """`x < y` in a code span is code: unwrapped, it would read as an HTML tag and fail the page."""
+    from kbuild.model.offline import clean
+
+    assert clean("Wildcard imports (``from <module> import *``) should be **avoided**.") == \
+        "Wildcard imports (`from <module> import *`) should be avoided."

@@ -35,9 +35,17 @@ DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::.*$")
 RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
 MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")  # a target has no spaces: `f[T](x: T)` is code
 RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
-# emphasis marks around words; never a dunder name (`__dict__` is code, not bold "dict")
-EMPHASIS = re.compile(r"(?!__\w+__)(\*\*|__|\*|``|`)(?=\S)(.+?)(?<=\S)\1")
+# emphasis marks around words; never a dunder name (`__dict__` is code, not bold "dict"), never
+# code: a code span keeps its backticks, or `x < y` would read as the start of an HTML tag
+EMPHASIS = re.compile(r"(?!__\w+__)(\*\*|__|\*)(?=\S)(.+?)(?<=\S)\1")
+CODE_SPAN = re.compile(r"(`+)(?=\S)(.+?)(?<=\S)\1")
+RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)(?<=\S)``")  # reStructuredText's inline literal: Markdown's `code`
 HTML_COMMENT = re.compile(r"<!--.*?-->")
+RST_NOTE_REF = re.compile(r"\s?\[(?:#[\w-]*|\*|\d+|[A-Za-z][\w-]*)\]_(?!\w)")  # a footnote or citation mark, [#fn-hi]_
+RST_EXPLICIT = re.compile(r"^\.\.\s+(?:\[[^\]]+\]|_[^:]+:|\S)")  # footnotes, link targets, comments at a line's start
+# Sections that list where things come from rather than say anything: not prose for a summary or a view
+REFERENCE_HEADING = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(references?|bibliography|footnotes?|citations?|"
+                               r"works cited|further reading|see also|links|copyright)\W*$", re.I)
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
 LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
 
@@ -45,19 +53,31 @@ LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
 def _inline(line: str) -> str:
     """A line's words without links and roles: a source's links point where the source pointed."""
     line = HTML_COMMENT.sub("", line)
+    line = RST_NOTE_REF.sub("", line)
     line = RST_ROLE.sub(r"\1", line)
     line = RST_LINK.sub(r"\1", line)
     return MD_LINK.sub(r"\1", line)
 
 
+def _unemphasised(line: str) -> str:
+    """Emphasis marks dropped outside code spans; code spans kept whole."""
+    out, at = [], 0
+    for m in CODE_SPAN.finditer(line):
+        out += [EMPHASIS.sub(r"\2", line[at:m.start()]), m.group(0)]
+        at = m.end()
+    return "".join(out + [EMPHASIS.sub(r"\2", line[at:])])
+
+
 def clean(text: str, prose_only: bool = False) -> str:
     """The words of a span without their markup: paragraphs and list items kept apart, headings
-    in bold, code and literal blocks verbatim. With `prose_only`, code, tables and literal blocks
-    are left out (for summaries)."""
+    in bold, code and literal blocks verbatim. With `prose_only`, code, tables, literal blocks,
+    footnotes and reference sections are left out (for summaries and views: what they say is
+    where things come from, not what the document states)."""
     paragraphs: list[str] = []
     current: list[str] = []
     block: list[str] | None = None  # a block kept line for line...
     kind = ""  # ...a "fence" (``` or ~~~), a reST "literal" block (after "::") or a Markdown "table"
+    in_references = False  # under a References / Footnotes heading, with prose_only
 
     def flush() -> None:
         nonlocal block
@@ -78,8 +98,10 @@ def clean(text: str, prose_only: bool = False) -> str:
                 flush()
                 kind = ""
             continue
-        if kind == "literal":
+        if kind in ("literal", "note"):
             if not stripped or line[:1].isspace():
+                if kind == "note":
+                    continue
                 block.append(line.rstrip())  # type: ignore[union-attr]
                 continue
             flush()
@@ -108,11 +130,18 @@ def clean(text: str, prose_only: bool = False) -> str:
             flush()
             continue
         is_heading = MD_HEADING.match(stripped) or (RST_UNDERLINE.match(following) and len(following) >= len(stripped))
-        words = EMPHASIS.sub(r"\2", _inline(MD_HEADING.sub("", stripped))).strip()
+        words = _unemphasised(RST_LITERAL.sub(r"`\1`", _inline(MD_HEADING.sub("", stripped)))).strip()
         if is_heading:
             flush()
+            in_references = prose_only and bool(REFERENCE_HEADING.match(words))
             if not prose_only and words:
                 paragraphs.append(f"**{words}**")
+            continue
+        if in_references:
+            continue
+        if prose_only and RST_EXPLICIT.match(line):
+            flush()
+            kind = "note"  # a footnote or link target, with its indented lines
             continue
         if LIST_ITEM.match(stripped):
             flush()  # each list item its own paragraph
@@ -140,11 +169,12 @@ def _terms(sentence: str) -> list[str]:
 
 
 def central_sentences(text: str, count: int, max_words: int = 40) -> list[str]:
-    """The `count` sentences that share most content words with the rest, in text order."""
-    prose = clean(text, prose_only=True)
-    sentences = [s for s in split_sentences(prose) if len(_terms(s)) >= 3]
-    if not sentences:
-        words = prose.split()
+    """The `count` sentences that share most content words with the rest, in text order: whole
+    statements of its prose, each once (a summary of summaries meets the same sentence twice)."""
+    sentences = [s for s in dict.fromkeys(prose_sentences(text)) if len(_terms(s)) >= 3]
+    if not sentences:  # a part with no statement of three content words: its first words, code or table
+        words = (clean(text, prose_only=True)
+                 or "\n".join(line for line in clean(text).splitlines() if not line.lstrip().startswith(("```", "~~~")))).split()
         return [" ".join(words[:max_words]) + (" …" if len(words) > max_words else "")] if words else []
     frequency = Counter(t for s in sentences for t in set(_terms(s)))
 
