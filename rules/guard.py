@@ -10,6 +10,7 @@ from kbuild.engine.hashing import hash_bytes
 
 
 MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(|javascript:|data:text", re.I)
+CODE_SPAN = re.compile(r"(`+)(?=\S).*?(?<=\S)\1")  # `f[T](x)` and `x < y` are code, shown as code
 URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)\]>\"']+", re.I)
 PLAIN_CHARS = 1200  # a summary or an abstract: a few sentences
 
@@ -25,7 +26,7 @@ def plain_text_failures(text: str, sources: str, limit: int = PLAIN_CHARS) -> li
         failures.append("says nothing (a placeholder or a single word); write what its sources state")
     if len(text) > limit:
         failures.append(f"is {len(text)} characters long; write at most {limit}")
-    if MARKUP.search(text):
+    if MARKUP.search(CODE_SPAN.sub("", text)):
         failures.append("holds a link, HTML or a script; write plain sentences")
     for url in dict.fromkeys(URL.findall(text)):
         if url.rstrip(".,;:") not in sources:

@@ -123,7 +123,7 @@ def context_before(text: str, chars: int = PREVIOUS_CHARS) -> str:
     return tail[tail.find(" ") + 1:]
 
 
-HTML_TAG = re.compile(r"<\s*/?\s*([a-zA-Z][a-zA-Z0-9]*)")
+HTML_TAG = re.compile(r"</?([a-zA-Z][a-zA-Z0-9-]*)(?=[\s/>])")  # a tag opens with its name: `x < y` is no tag
 
 
 def lost_facts(span: str, got: dict[str, str]) -> list[str]:

@@ -302,3 +302,21 @@ def test_offline_rewrites_keep_code_as_code():
 
     assert clean("Wildcard imports (``from <module> import *``) should be **avoided**.") == \
         "Wildcard imports (`from <module> import *`) should be avoided."
+
+
+def test_a_documents_header_of_fields_is_not_summarised_as_prose_and_email_addresses_are_no_tags():
+    """A PEP's "Author: Name <mail at host>" header cut into a part of its own failed the
+    summary's HTML check; its prose starts after the header."""
+    from kbuild.model.offline import clean, summarise
+
+    header = "PEP: 747\nTitle: Annotating Type Forms\nAuthor: David Foster <david at dafoster.net>\nStatus: Draft\n"
+    assert clean(header + "\nType forms are values.\n", prose_only=True) == "Type forms are values."
+    assert "<" not in summarise(header) and "David Foster" in summarise(header)
+    assert clean("Note: this one line is prose.", prose_only=True) == "Note: this one line is prose."
+
+
+def test_code_in_a_summary_is_not_markup():
+    from kbuild.rules.guard import plain_text_failures
+
+    assert plain_text_failures("Use `TypeForm[T](x)` when `x < y` holds.", "TypeForm x y holds") == []
+    assert plain_text_failures("Click <a href=x>here</a> now.", "Click here now") != []

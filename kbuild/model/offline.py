@@ -43,6 +43,8 @@ RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)(?<=\S)``")  # reStructuredText's inl
 HTML_COMMENT = re.compile(r"<!--.*?-->")
 RST_NOTE_REF = re.compile(r"\s?\[(?:#[\w-]*|\*|\d+|[A-Za-z][\w-]*)\]_(?!\w)")  # a footnote or citation mark, [#fn-hi]_
 RST_EXPLICIT = re.compile(r"^\.\.\s+(?:\[[^\]]+\]|_[^:]+:|\S)")  # footnotes, link targets, comments at a line's start
+ANGLED = re.compile(r"\s*<[^<>\n]*>")
+FIELD = re.compile(r"^[A-Z][\w-]*(?: [\w-]+)?:\s+\S")  # "Author: ...", a header's field (PEPs, RFC 822)
 # Sections that list where things come from rather than say anything: not prose for a summary or a view
 REFERENCE_HEADING = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(references?|bibliography|footnotes?|citations?|"
                                r"works cited|further reading|see also|links|copyright)\W*$", re.I)
@@ -90,7 +92,10 @@ def clean(text: str, prose_only: bool = False) -> str:
             block = None
 
     lines = text.splitlines()
+    header = _header_lines(lines) if prose_only else set()
     for i, line in enumerate(lines):
+        if i in header:
+            continue
         stripped = line.strip()
         if kind == "fence":
             block.append(line)  # type: ignore[union-attr]
@@ -156,6 +161,20 @@ def clean(text: str, prose_only: bool = False) -> str:
     return "\n\n".join(paragraphs)
 
 
+def _header_lines(lines: list[str]) -> set[int]:
+    """The lines of paragraphs made of two or more "Field: value" lines (and their indented
+    continuations): a document's metadata ("Title:", "Author: ... <mail>"), not its prose."""
+    found: set[int] = set()
+    start = 0
+    for end in [*(i for i, line in enumerate(lines) if not line.strip()), len(lines)]:
+        block = range(start, end)
+        fields = [i for i in block if FIELD.match(lines[i])]
+        if len(fields) >= 2 and all(i in fields or lines[i][:1].isspace() for i in block):
+            found.update(block)
+        start = end + 1
+    return found
+
+
 def prose_sentences(span: str) -> list[str]:
     """Whole statements of a span's prose: no list markers, no lead-ins to a block that is not there.
 
@@ -175,6 +194,7 @@ def central_sentences(text: str, count: int, max_words: int = 40) -> list[str]:
     if not sentences:  # a part with no statement of three content words: its first words, code or table
         words = (clean(text, prose_only=True)
                  or "\n".join(line for line in clean(text).splitlines() if not line.lstrip().startswith(("```", "~~~")))).split()
+        words = ANGLED.sub("", " ".join(words)).split()  # "<mail at host>" of a header reads as a tag in an index
         return [" ".join(words[:max_words]) + (" …" if len(words) > max_words else "")] if words else []
     frequency = Counter(t for s in sentences for t in set(_terms(s)))
 
