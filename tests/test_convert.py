@@ -191,15 +191,19 @@ def test_worker_processes_give_the_same_bytes_as_one_process(monkeypatch: pytest
 
 
 def test_pages_are_converted_here_when_workers_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+    import multiprocessing.spawn
 
     from kbuild.convert import paged
 
     data = long_pdf(8)
     alone = convert(data, "a.pdf")
     monkeypatch.setattr(paged, "_worker_count", lambda pages: 2)
-    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
-    assert convert(data, "a.pdf") == alone
+    python = multiprocessing.spawn.get_executable()
+    multiprocessing.set_executable("/nonexistent/python")
+    try:
+        assert convert(data, "a.pdf") == alone
+    finally:
+        multiprocessing.set_executable(python)
 
 
 def test_a_damaged_long_pdf_is_converted_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
