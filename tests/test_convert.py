@@ -518,14 +518,12 @@ def test_ligatures_become_the_letters_they_stand_for_and_other_signs_stay():
 
 
 def test_a_heading_with_an_anchor_names_its_fact_by_its_visible_words(tmp_path):
-    from click.testing import CliRunner
+    from conftest import kbuild
 
-    from kbuild.cli import main
-
-    assert CliRunner().invoke(main, ["-C", str(tmp_path), "init", str(tmp_path)]).exit_code == 0
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     (tmp_path / "guide.md").write_text(MESSY)
-    assert CliRunner().invoke(main, ["-C", str(tmp_path), "add", "p", "guide.md"]).exit_code == 0
-    result = CliRunner().invoke(main, ["-C", str(tmp_path)])
+    assert kbuild(tmp_path, "add", "p", "guide.md").exit_code == 0
+    result = kbuild(tmp_path)
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "kb/p/facts/guide").glob("*.md"))
     assert not [n for n in names if "a-name" in n], names
