@@ -81,12 +81,12 @@ def child(root: Path, queries: int, inputs: int) -> None:
 
 def load_child(root: Path) -> None:
     """Load the whole recorded graph, as a build does when something changed."""
-    from kbuild.engine.build import _Build
+    from kbuild.engine.build import Build
     from kbuild.engine.state import State
 
     engine = Engine(root, [leaf, inner])
     t0 = time.perf_counter()
-    build = _Build(engine, State(root / ".kbuild" / "state.db"), False, None)
+    build = Build(engine, State(root / ".kbuild" / "state.db"), False, None)
     build.load_graph()
     print(json.dumps({"load_s": time.perf_counter() - t0, "memos": len(build.memos)}))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-from click.testing import CliRunner
 
 LETTER = (612, 792)  # points
 
@@ -76,16 +75,16 @@ def scripted_kbuildfile(url: str, **settings: object) -> str:
 def small_store(root: Path, docs: dict[str, str], project: str = "shop") -> None:
     """`kbuild init` in `root` with small facts (so short documents have several), and `docs`
     (file name -> text) added to `project`; not built yet."""
-    from kbuild.cli import main
+    from conftest import kbuild
 
-    def kbuild(*args: str) -> None:
-        result = CliRunner().invoke(main, ["-C", str(root), *args])
+    def ok(*args: str) -> None:
+        result = kbuild(root, *args)
         assert result.exit_code == 0, result.output
 
-    kbuild("init", str(root))
+    ok("init", str(root))
     kbuildfile = root / "Kbuildfile.py"
     kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000",
                                                          "floor_tokens=15, cap_tokens=40"))
     for name, text in docs.items():
         (root / name).write_text(text)
-        kbuild("add", project, name)
+        ok("add", project, name)

@@ -6,12 +6,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 from documents import scripted_kbuildfile
 from model_replies import answer
 from openai_server import Reply, ScriptedServer
 
-from kbuild.cli import main
 
 KBUILDFILE = '''
 from pathlib import Path
@@ -42,10 +41,6 @@ A single payment MUST NOT exceed 10,000 EUR.
 
 Refunds MUST be requested within 90 days of the payment. A refund returns the whole amount.
 """
-
-
-def kbuild(root: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(root), *args])
 
 
 def git(root: Path, *args: str) -> None:

@@ -191,15 +191,19 @@ def test_worker_processes_give_the_same_bytes_as_one_process(monkeypatch: pytest
 
 
 def test_pages_are_converted_here_when_workers_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
+    import multiprocessing.spawn
 
     from kbuild.convert import paged
 
     data = long_pdf(8)
     alone = convert(data, "a.pdf")
     monkeypatch.setattr(paged, "_worker_count", lambda pages: 2)
-    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
-    assert convert(data, "a.pdf") == alone
+    python = multiprocessing.spawn.get_executable()
+    multiprocessing.set_executable("/nonexistent/python")
+    try:
+        assert convert(data, "a.pdf") == alone
+    finally:
+        multiprocessing.set_executable(python)
 
 
 def test_a_damaged_long_pdf_is_converted_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -514,14 +518,12 @@ def test_ligatures_become_the_letters_they_stand_for_and_other_signs_stay():
 
 
 def test_a_heading_with_an_anchor_names_its_fact_by_its_visible_words(tmp_path):
-    from click.testing import CliRunner
+    from conftest import kbuild
 
-    from kbuild.cli import main
-
-    assert CliRunner().invoke(main, ["-C", str(tmp_path), "init", str(tmp_path)]).exit_code == 0
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     (tmp_path / "guide.md").write_text(MESSY)
-    assert CliRunner().invoke(main, ["-C", str(tmp_path), "add", "p", "guide.md"]).exit_code == 0
-    result = CliRunner().invoke(main, ["-C", str(tmp_path)])
+    assert kbuild(tmp_path, "add", "p", "guide.md").exit_code == 0
+    result = kbuild(tmp_path)
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "kb/p/facts/guide").glob("*.md"))
     assert not [n for n in names if "a-name" in n], names

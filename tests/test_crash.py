@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import kbuild
 
 KBUILDFILE = '''
 import time
@@ -41,7 +42,8 @@ def targets():
 '''
 
 
-def kbuild(folder: Path, *args: str) -> subprocess.Popen[bytes]:
+def start_kbuild(folder: Path, *args: str) -> subprocess.Popen[bytes]:
+    """kbuild in a process of its own, to be killed part way."""
     return subprocess.Popen([sys.executable, "-m", "kbuild", "-C", str(folder), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -66,7 +68,7 @@ def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
     make_store(store, 0)
     for run in range(runs):
         make_store(store, run % 4)  # every kill interrupts real work: a third of sources change
-        proc = kbuild(store)
+        proc = start_kbuild(store)
         time.sleep(rng.uniform(0.15, 0.9))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -75,20 +77,20 @@ def test_sigkill_at_random_points_then_build_equals_a_clean_build(tmp_path):
             if name != "out/index.md":
                 assert data.decode().strip() in valid, (run, name, data)
     make_store(store, 1)
-    done = kbuild(store)
+    done = start_kbuild(store)
     out, err = done.communicate(timeout=120)
     assert done.returncode == 0, err.decode()
     clean = tmp_path / "clean"
     make_store(clean, 1)
-    fresh = kbuild(clean)
+    fresh = start_kbuild(clean)
     fresh.communicate(timeout=120)
     assert tree(store, temporaries=True) == tree(clean)  # what a crash left half-written is swept
     assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
-    again = kbuild(store)
+    again = start_kbuild(store)
     out, _ = again.communicate(timeout=120)
     assert out.decode().startswith("0 ran, 61 reused")  # a new process after a full build runs nothing
     shutil.rmtree(store / ".kbuild")
-    assert kbuild(store, "status").communicate(timeout=60)[0].decode().startswith("up to date")
+    assert start_kbuild(store, "status").communicate(timeout=60)[0].decode().startswith("up to date")
 
 
 DISK_FULL = "No space left on device"
@@ -135,35 +137,28 @@ def _full_disk_at(site: str, monkeypatch, after: int) -> None:
 
 @pytest.mark.parametrize("site", ["page", "lock", "cache", "memo", "commit", "stats"])
 def test_a_full_disk_at_any_write_stops_with_one_line_and_the_next_build_ends_clean(site, tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from kbuild.cli import main
-
-    def run(folder: Path, *args: str):
-        return CliRunner().invoke(main, ["-C", str(folder), *args])
-
     store, clean = tmp_path / "store", tmp_path / "clean"
     make_store(store, 0)
-    assert run(store).exit_code == 0
+    assert kbuild(store).exit_code == 0
     make_store(store, 1)  # a third of the sources change: the build has real work to stop in
     an_hour_ago = time.time() - 3600
     for source in (store / "src").iterdir():  # old enough for their stats to be cached (not "racy")
         os.utime(source, (an_hour_ago, an_hour_ago))
     with monkeypatch.context() as patch:
         _full_disk_at(site, patch, after=1 if site in ("lock", "commit", "stats") else 5)
-        stopped = run(store)
+        stopped = kbuild(store)
     assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
     lines = stopped.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
     assert "free some space and run `kbuild` again" in lines[0]
-    done = run(store)
+    done = kbuild(store)
     assert done.exit_code == 0, done.output
     make_store(clean, 1)
-    assert run(clean).exit_code == 0
+    assert kbuild(clean).exit_code == 0
     assert tree(store, temporaries=True) == tree(clean)
     assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
-    assert run(store, "check").exit_code == 0
-    assert run(store).output.startswith("0 ran, 61 reused")
+    assert kbuild(store, "check").exit_code == 0
+    assert kbuild(store).output.startswith("0 ran, 61 reused")
 
 
 BIG_PAGES = KBUILDFILE.replace('ctx.write(f"out/{i}.md", answer["text"])',
@@ -183,20 +178,20 @@ def test_a_really_full_disk_stops_the_build_and_after_space_is_freed_it_ends_cle
     try:
         make_store(store, 0)
         (store / "Kbuildfile.py").write_text(BIG_PAGES)
-        assert kbuild(store).wait(timeout=120) == 0
+        assert start_kbuild(store).wait(timeout=120) == 0
         make_store(store, 1)  # 20 pages of 380 KB each now: more than the 2 MB the store has
         (store / "Kbuildfile.py").write_text(BIG_PAGES)
-        full = kbuild(store)
+        full = start_kbuild(store)
         out, err = full.communicate(timeout=120)
         assert full.returncode == 1 and b"Traceback" not in err, err.decode()
         lines = err.decode().strip().splitlines()
         assert len(lines) == 1 and "no space left on the device" in lines[0], lines
         sp.run(["mount", "-o", "remount,size=64m", str(store)], check=True)  # space is freed
-        done = kbuild(store)
+        done = start_kbuild(store)
         assert done.wait(timeout=120) == 0, done.communicate()[1].decode()
         make_store(clean, 1)
         (clean / "Kbuildfile.py").write_text(BIG_PAGES)
-        assert kbuild(clean).wait(timeout=120) == 0
+        assert start_kbuild(clean).wait(timeout=120) == 0
         assert tree(store, temporaries=True) == tree(clean)
         assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
     finally:

@@ -132,6 +132,32 @@ def test_a_prompt_file_is_part_of_the_fingerprint(tmp_path):
     assert Rule(words.fn, "words", params={"temperature": 0}).fingerprint != Rule(words.fn, "words").fingerprint
 
 
+def test_a_rule_s_source_text_is_kept_in_the_state_so_the_next_process_need_not_parse_it(tmp_path, monkeypatch):
+    import importlib.util
+    import inspect
+    import time
+
+    module_file = tmp_path / "shout_rules.py"
+    module_file.write_text("from kbuild.engine import rule\n\n\n@rule\nasync def shout(ctx, path):\n"
+                           "    return ctx.read_text(path).upper()\n")
+    an_hour_ago = time.time() - 3600
+    os.utime(module_file, (an_hour_ago, an_hour_ago))  # not edited in this instant: its text may be kept
+    spec = importlib.util.spec_from_file_location("shout_rules", module_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "a.txt").write_text("quiet\n")
+    shout = module.shout
+    assert Engine(tmp_path, [shout]).build([shout("a.txt")]).executed == ['shout("a.txt")']
+
+    def no_source(fn):
+        raise OSError("the source was read again")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    again = Rule(shout.fn, "shout")  # a new process: no fingerprint computed yet
+    report = Engine(tmp_path, [again]).build([again("a.txt")])
+    assert report.executed == [] and report.failed == {}
+
+
 @rule
 async def maybe(ctx, path):
     RUNS.append("maybe")

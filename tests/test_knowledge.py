@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 from documents import three_page_pdf
 
 from kbuild.checks.links import broken_links
-from kbuild.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,10 +60,6 @@ def web(tmp_path_factory) -> Iterator[str]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
-
-
-def kbuild(project: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(project), *args])
 
 
 def generated_pages(root: Path) -> list[Path]:

@@ -17,10 +17,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 
 from kbuild.checks.links import broken_links
-from kbuild.cli import main
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,10 +78,6 @@ before_build = kb.before_build
 max_calls = 1
 """
 NOTE = "# Backups\n\nThe database is backed up every night at 02:00 UTC. Backups are kept for 30 days.\n"
-
-
-def kbuild(root: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(root), *args])
 
 
 def calls(root: Path) -> list[dict]:

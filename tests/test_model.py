@@ -7,12 +7,11 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 from model_replies import answer as faithful_answer
 from model_replies import faithful_reply
 from openai_server import Fault, Reply, ScriptedServer, strict_schema_errors
 
-from kbuild.cli import main
 from kbuild.model.openai_backend import OpenAIBackend
 from kbuild.model.settings import ModelSettings
 
@@ -54,10 +53,6 @@ def project(tmp_path: Path, server: ScriptedServer, max_calls: int = 4, **settin
     (tmp_path / "kb/pay").mkdir(parents=True)
     (tmp_path / "kb/pay/sources.yml").write_text("sources:\n  - id: doc\n    path: doc.md\n")
     return tmp_path
-
-
-def kbuild(root: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(root), *args])
 
 
 def report(root: Path) -> tuple[int, dict]:

@@ -4,15 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 from documents import PAYMENTS, small_store
-
-from kbuild.cli import main
-
-
-
-def kbuild(root: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(root), *args])
 
 
 @pytest.fixture
@@ -49,8 +42,7 @@ def test_every_lookup_is_logged_and_misses_are_listed(store):
 
 
 def test_context_respects_the_budget_traces_drops_and_says_gap(store):
-    result = CliRunner().invoke(main, ["-C", str(store), "context", "refund requests and payments", "--budget", "10",
-                                       "--trace"])
+    result = kbuild(store, "context", "refund requests and payments", "--budget", "10", "--trace")
     assert result.exit_code == 0
     out = result.output
     assert out.startswith("# Context: refund requests and payments")
@@ -58,10 +50,9 @@ def test_context_respects_the_budget_traces_drops_and_says_gap(store):
     summed = [line for line in out.splitlines() if line.startswith("summed ")]
     assert len(kept) == 1 and summed  # the first section crosses the tiny budget; the rest are summaries
     assert "## Also relevant (summaries)" in out
-    again = CliRunner().invoke(main, ["-C", str(store), "context", "refund requests and payments", "--budget", "10"])
-    assert again.output == CliRunner().invoke(main, ["-C", str(store), "context", "refund requests and payments",
-                                                     "--budget", "10"]).output  # deterministic
-    gap = CliRunner().invoke(main, ["-C", str(store), "context", "quantum teleportation"]).output
+    again = kbuild(store, "context", "refund requests and payments", "--budget", "10")
+    assert again.output == kbuild(store, "context", "refund requests and payments", "--budget", "10").output  # deterministic
+    gap = kbuild(store, "context", "quantum teleportation").output
     assert "a gap" in gap
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import Result
+from conftest import kbuild
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kbuild.cli import main
 
 KBUILDFILE = """from pathlib import Path
 from kbuild.rules import knowledge_base
@@ -28,8 +28,8 @@ edits = st.lists(st.one_of(
 ), min_size=1, max_size=3)
 
 
-def kbuild(root: Path, *args: str):
-    result = CliRunner().invoke(main, ["-C", str(root), *args])
+def kbuild_ok(root: Path, *args: str) -> Result:
+    result = kbuild(root, *args)
     assert result.exit_code == 0, result.output
     return result
 
@@ -52,17 +52,17 @@ def test_incremental_equals_clean_across_source_edits_and_setting_changes(tmp_pa
     incremental = tmp_path_factory.mktemp("incremental")
     size, words = SIZES[1], SENTENCES[:5]
     write(incremental, size, words)
-    kbuild(incremental)
+    kbuild_ok(incremental)
     for kind, value in steps:
         if kind == "size":
             size = value
         else:
             words = value
         write(incremental, size, words)
-        kbuild(incremental)
+        kbuild_ok(incremental)
         clean = tmp_path_factory.mktemp("clean")
         write(clean, size, words)
-        kbuild(clean)
+        kbuild_ok(clean)
         assert state(incremental) == state(clean), (kind, value)
-        assert "up to date" in kbuild(incremental, "status").output
+        assert "up to date" in kbuild_ok(incremental, "status").output
         shutil.rmtree(clean)

@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 from documents import scripted_kbuildfile
 from model_replies import faithful_reply
 from openai_server import ScriptedServer
 
 from kbuild.checks.links import broken_links, broken_links_in
-from kbuild.cli import main
 from kbuild.store.links import rewrite_source_links
 
 GUIDE = """# Guide
@@ -59,10 +58,6 @@ def web(tmp_path_factory) -> Iterator[str]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
-
-
-def kbuild(root: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(root), *args])
 
 
 def linked_store(root: Path, web: str) -> None:

@@ -6,18 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 from documents import PAYMENTS, small_store
 
-from kbuild.cli import main
 from kbuild.meaning import classify_text
 
 DATA = Path(__file__).resolve().parent / "data"
-
-
-
-def kbuild(root: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(root), *args])
 
 
 def build_json(root: Path, *args: str) -> dict:

@@ -6,10 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import kbuild
 
 from kbuild.checks.links import LINK, broken_links
-from kbuild.cli import main
 
 PAYMENTS = """# Payments
 
@@ -41,11 +40,6 @@ The API accepts JSON over HTTPS. Every request carries a key that identifies the
 
 A request with an unknown key returns status 401. A request over the rate limit returns status 429.
 """
-
-
-def kbuild(root: Path, *args: str):
-    result = CliRunner().invoke(main, ["-C", str(root), *args])
-    return result
 
 
 @pytest.fixture

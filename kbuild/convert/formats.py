@@ -28,7 +28,6 @@ PAGED: dict[str, str] = {
 MARKDOWN = {"md", "markdown", "mdown", "mkd", "mkdn"}
 RST = {"rst", "rest"}
 HTML = {"html", "htm", "xhtml"}
-PLAIN = {"txt", "text", "log", "csv", "tsv", "org", "adoc", "asciidoc", "tex", "bib", ""}
 CODE = {
     "py", "pyi", "pyx", "ipynb", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java", "kt",
     "kts", "scala", "groovy", "gradle", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "cs",

@@ -30,7 +30,6 @@ _SPACE = re.compile(r"[ \t\n\r\f\v]+")
 class _Table:
     rows: list[list[str]] = field(default_factory=list)
     cell: list[str] | None = None  # inline parts of the open cell
-    header_rows: int = 0
 
 
 class _ToMarkdown(HTMLParser):
@@ -108,8 +107,6 @@ class _ToMarkdown(HTMLParser):
             self._close_cell()
             if not table.rows:
                 table.rows.append([])
-            if tag == "th" and len(table.rows) == 1:
-                table.header_rows = 1
             table.cell = []
             self.inline = table.cell
         elif tag in ("a", "b", "strong", "i", "em", "code", "kbd", "samp", "tt"):

@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import rule as rules_module
 from .callcache import CallCache
 from .files import FileHasher
 from .hashing import ABSENT
 from .report import BuildStopped, Report, StateDamaged, stop_for
 from .rule import Query
+from .sourcetexts import SourceTexts
 from .state import DepGroup, Memo, State
 from .verify import Reason
 
@@ -43,8 +43,7 @@ class BuildState:
         self.refresh = refresh
         self.observer = observer
         self.hasher = FileHasher(engine.root, state.load_stats)
-        self.sources_seen = json.loads(state.get_meta("sources") or "{}")
-        rules_module.SOURCES.update(self.sources_seen)
+        self.sources = SourceTexts(json.loads(state.get_meta("sources") or "{}"))
         self.lock_key = self.hasher.key(engine.lock_path)
         self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
         self.memos: dict[str, Memo] = {}
@@ -94,9 +93,9 @@ class BuildState:
             try:
                 if self.hasher.changed_stats:
                     self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
-                used = {k: rules_module.SOURCES[k] for k in rules_module.SOURCES_USED if k in rules_module.SOURCES}
-                if used and used != self.sources_seen:
-                    self.state.set_meta("sources", json.dumps(used))
+                sources = self.sources.to_record()
+                if sources is not None:
+                    self.state.set_meta("sources", json.dumps(sources))
                 self._commit()
             except sqlite3.Error as exc:
                 # the last commit stands: what came after it is found again by the next build

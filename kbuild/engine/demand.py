@@ -61,7 +61,7 @@ class Demand(Execute):
             # Read by a query in an earlier build, never built since (it failed): only a reader
             # running again can say whether it is still wanted, and with which rule.
             return UNKNOWN
-        reason = self.must_run.get(qid) or outside_reads(memo, self.engine.rules, self.hasher.hash)
+        reason = self.must_run.get(qid) or outside_reads(memo, self.engine.rules, self.sources, self.hasher.hash)
         if reason is None:
             assert memo is not None
             try:

@@ -81,7 +81,7 @@ class Execute(Outputs):
             self.stop(exc, f"writing {exc.filename}")
             return self._fail(qid, f"cannot write its output: {exc}", exc)
         notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
-        new = Memo(qid, rule.name, list(query.key), rule.fingerprint, ctx.deps, digest, outputs, notes)
+        new = Memo(qid, rule.name, list(query.key), rule.fingerprint_with(self.sources), ctx.deps, digest, outputs, notes)
         if memo is not None:
             self.replaced.setdefault(qid, memo)
             self.dropped |= {d for d, _ in flat(memo.deps) if not isinstance(d, FileRead)} - {d for d, _ in flat(new.deps)}

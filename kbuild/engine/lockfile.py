@@ -9,7 +9,6 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from .files import atomic_write
 from .state import Memo, typed_reads
 
 LOCK_VERSION = 1
@@ -127,12 +126,6 @@ class _Entries:
         if self.body.endswith(JOIN.encode(), start, end):
             end -= len(JOIN)
         return memoryview(self.body)[start:max(start, end)]
-
-
-def write_lock(path: Path, memos: Mapping[str, Memo]) -> bytes:
-    data = render_lock(memos)
-    atomic_write(path, data)
-    return data
 
 
 CONFLICT_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")

@@ -1,17 +1,14 @@
 """Rules and queries: a rule is a function; a query is that rule applied to one key."""
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import os
-import textwrap
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .hashing import canonical_json, hash_bytes
+from .sourcetexts import SourceTexts
 
 Key = tuple[Any, ...]
 RuleFunction = Callable[..., Awaitable[Any]]
@@ -83,11 +80,16 @@ class Rule:
 
     @property
     def fingerprint(self) -> str:
+        return self.fingerprint_with(SourceTexts())
+
+    def fingerprint_with(self, sources: SourceTexts) -> str:
+        """The fingerprint, computed once per rule, with source texts from `sources` (the engine
+        passes those it keeps in its state, which saves tokenizing the code again)."""
         if self._fingerprint is None:
-            self._fingerprint = self._compute_fingerprint()
+            self._fingerprint = self._compute_fingerprint(sources)
         return self._fingerprint
 
-    def _compute_fingerprint(self) -> str:
+    def _compute_fingerprint(self, sources: SourceTexts) -> str:
         prompts = []
         for path in self.prompts:
             try:
@@ -95,62 +97,14 @@ class Rule:
             except OSError as exc:
                 raise FileNotFoundError(f"rule {self.name}: cannot read its prompt {path}: {exc.strerror}") from None
         parts = {
-            "code": _source_of(self.fn),
-            "cutoff": _source_of(self.cutoff) if self.cutoff else None,
+            "code": sources.source_of(self.fn),
+            "cutoff": sources.source_of(self.cutoff) if self.cutoff else None,
             "version": self.version,
             "prompts": prompts,
             "params": dict(self.params),
-            "uses": [_source_of(u) for u in self.uses],
+            "uses": [sources.source_of(u) for u in self.uses],
         }
         return hash_bytes(canonical_json(parts).encode())
-
-
-def _source_of(fn: Any) -> str:
-    """The source text, so that the fingerprint is the same on every Python version and machine.
-
-    A string names a module or package whose files are read without importing it, so a rule can
-    depend on a heavy library's code (a converter) without a no-op build paying for its import.
-    """
-    if isinstance(fn, str):
-        spec = importlib.util.find_spec(fn)
-        if spec is None or spec.origin is None:
-            raise ValueError(f"`uses` names {fn!r}, which is not an importable module")
-        files = sorted(Path(spec.origin).parent.rglob("*.py")) if spec.submodule_search_locations else [Path(spec.origin)]
-        return "".join(f.read_text() for f in files)
-    key = _source_key(fn)
-    if key:
-        SOURCES_USED.add(key)
-    known = SOURCES.get(key) if key else None
-    if known is not None:
-        return known
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        code = getattr(fn, "__code__", None)
-        return code.co_code.hex() if code else repr(fn)
-    if key:
-        SOURCES[key] = source
-    return source
-
-
-# Source texts by file, its size and mtime, and the function's place in it. inspect.getsource
-# tokenizes a function to find its end: about 4 ms a rule, most of a no-op build with twenty
-# rules. The engine keeps this in its state between builds.
-SOURCES: dict[str, str] = {}
-SOURCES_USED: set[str] = set()
-
-
-def _source_key(fn: Any) -> str | None:
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
-    try:
-        st = os.stat(code.co_filename)
-    except OSError:
-        return None
-    if time.time_ns() - st.st_mtime_ns < 2_000_000_000:  # git's racy rule: an edit in this tick may not show
-        return None
-    return f"{code.co_filename}:{st.st_size}:{st.st_mtime_ns}:{fn.__qualname__}:{code.co_firstlineno}"
 
 
 def rule(

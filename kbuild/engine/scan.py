@@ -26,7 +26,7 @@ class Scan(BuildState):
                     stack.pop()
                     continue
                 if qid not in cursor:
-                    reason = outside_reads(memos.get(qid), rules, file_hash)
+                    reason = outside_reads(memos.get(qid), rules, self.sources, file_hash)
                     if reason:
                         must_run[qid] = reason
                         stack.pop()

@@ -35,7 +35,7 @@ class Snapshot(BuildState):
         rules = self.engine.rules
         for name, fingerprint in summary["fingerprints"].items():
             r = rules.get(name)
-            if r is None or r.fingerprint != fingerprint:
+            if r is None or r.fingerprint_with(self.sources) != fingerprint:
                 return None
         return summary
 

@@ -30,7 +30,7 @@ def inspect(build: GraphLoading) -> Inspection:
         return None if memo is None else memo.hash  # none: a build that failed part way
 
     for qid, memo in memos.items():
-        reason = (outside_reads(memo, build.engine.rules, file_hash)
+        reason = (outside_reads(memo, build.engine.rules, build.sources, file_hash)
                   or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status"))
         if reason:
             causes[qid] = reason

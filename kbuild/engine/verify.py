@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .rule import Rule
+from .sourcetexts import SourceTexts
 from .state import FileRead, Memo
 
 
@@ -72,15 +73,16 @@ class Reason:
         return self.sentence
 
 
-def outside_reads(memo: Memo | None, rules: Mapping[str, Rule], file_hash: Callable[[str], str]) -> Reason | None:
+def outside_reads(memo: Memo | None, rules: Mapping[str, Rule], sources: SourceTexts,
+                  file_hash: Callable[[str], str]) -> Reason | None:
     """What settles a memo before any of its reads: there is none, its rule changed or went, or
-    an output it wrote is missing or edited."""
+    an output it wrote is missing or edited. `sources` gives the rule's code for its fingerprint."""
     if memo is None:
         return Reason.of(Change.NEVER_BUILT)
     r = rules.get(memo.rule)
     if r is None:
         return Reason.of(Change.RULE_GONE, memo.rule)
-    if r.fingerprint != memo.fingerprint:
+    if r.fingerprint_with(sources) != memo.fingerprint:
         return Reason.of(Change.RULE_CHANGED, memo.rule)
     for path, digest in memo.outputs.items():
         if file_hash(path) != digest:

@@ -1,4 +1,4 @@
-"""Paths in the store (ARCHITECTURE.md §1). Topic first: kb/<project>/<what>/<source>/<page>.
+"""Paths in the store (README.md, "The store"). Topic first: kb/<project>/<what>/<source>/<page>.
 
 Every path is computed here from validated ids, never taken from a model or a document.
 """
