@@ -11,7 +11,6 @@ from ..harness import update_harness
 from ..localstate import LocalState
 from ..progress import Progress
 from ..reports import report_json, save_report
-from ..status import dry_run_estimate
 from .session import FAILED, LOCKED, WRONG, KbuildError, Session, pass_session
 
 
@@ -76,6 +75,8 @@ def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     for qid in sorted(plan):
         click.echo(f"{qid}: {plan[qid].sentence}")
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
+    from ..status import dry_run_estimate  # the call log's module: only a dry run needs it
+
     click.echo(dry_run_estimate(engine))
 
 

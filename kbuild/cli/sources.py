@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import click
-from pydantic import ValidationError
 
 from ..store.layout import BadId, check_id, slugify
-from ..store.sources import Source, SourcesError, SpecRequest, ViewRequest, one_line
-from ..store.sources import add as add_entry
 from .session import WRONG, KbuildError, Session, pass_session
+
+if TYPE_CHECKING:
+    from ..store.sources import SpecRequest, ViewRequest
+
+# kbuild.store.sources (pydantic, ruamel.yaml) is imported by the commands that use it: every
+# other command starts faster without it
 
 
 @click.command()
@@ -25,6 +29,11 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
 
     Example: kbuild add payments docs/requirements.pdf --id requirements
     """
+    from pydantic import ValidationError
+
+    from ..store.sources import Source, SourcesError, one_line
+    from ..store.sources import add as add_entry
+
     spec, _ = session.load()
     app = session.application(spec)
     url = urlparse(path_or_url)
@@ -65,6 +74,11 @@ def _project_sources(session: Session, project: str) -> Path:
 
 
 def _add_request(file: Path, make: Callable[[], ViewRequest | SpecRequest]) -> None:
+    from pydantic import ValidationError
+
+    from ..store.sources import SourcesError
+    from ..store.sources import add as add_entry
+
     try:
         add_entry(file, make())
     except SourcesError as exc:
@@ -89,6 +103,8 @@ def view_add(session: Session, project: str, name: str, about: str, across: tupl
 
     Example: kbuild view add payments refunds --about "how refunds work and their limits"
     """
+    from ..store.sources import ViewRequest
+
     file = _project_sources(session, project)
     _add_request(file, lambda: ViewRequest(name=name, about=about, across=list(across)))
     click.echo(f"added view {name} to {file.name} of {project}; run `kbuild` to write it")
@@ -109,6 +125,8 @@ def spec_add(session: Session, project: str, feature: str, view_name: str) -> No
 
     Example: kbuild spec add payments refund-api --view refunds
     """
+    from ..store.sources import SpecRequest
+
     file = _project_sources(session, project)
     _add_request(file, lambda: SpecRequest(name=feature, view=view_name))
     click.echo(f"added spec {feature} (from view {view_name}) to {file.name} of {project}; run `kbuild` to write it")
