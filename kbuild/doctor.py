@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .application import Application
 from .buildfile import Buildfile
 from .engine import Engine, LockError, read_lock
+from .engine.layout import FOLDER
 from .engine.state import damage
+from .model import Backend
 from .store.sources import SourcesError, parse
 
 Status = Literal["PASS", "WARN", "FAIL"]
@@ -25,70 +28,89 @@ class Finding:
 
 def diagnose(load: Callable[[], tuple[Buildfile, Engine]]) -> list[Finding]:
     """Python, the Kbuildfile (`load` finds and runs it), the prompts, the model, every
-    sources.yml, .gitignore, the local state and the lock, in that order."""
-    findings: list[Finding] = []
-
-    def say(status: Status, what: str, fix: str = "") -> None:
-        findings.append(Finding(status, what, fix))
-
+    sources.yml, .gitignore, the local state and the lock, in that order. Nothing after a
+    Kbuildfile that does not load is checked: it would only repeat the failure."""
     version = sys.version_info
-    say("PASS" if version >= (3, 11) else "FAIL", f"Python {version.major}.{version.minor}", "install Python 3.11 or newer")
+    findings = [Finding("PASS" if version >= (3, 11) else "FAIL", f"Python {version.major}.{version.minor}",
+                        "install Python 3.11 or newer")]
     try:
         spec, engine = load()
-        say("PASS", f"{spec.path} loads: {len(spec.rules)} rules")
-        unreadable = [f"{r.name}: {p}" for r in spec.rules for p in r.prompts if not _readable(p)]
-        prompts = {p for r in spec.rules for p in r.prompts}
-        if unreadable:
-            say("FAIL", f"prompt files cannot be read ({len(unreadable)}): {unreadable[0]}",
-                "reinstall kbuild (`pip install --force-reinstall kbuild`), or fix the path the rule names")
-        else:
-            say("PASS", f"every prompt file the rules name can be read ({len(prompts)})")
-        say("PASS", f"targets(): {len(list(spec.targets()))} queries")
+        findings += _kbuildfile(spec)
     except Exception as exc:
-        say("FAIL", f"the Kbuildfile: {exc}", "run `kbuild init`, or fix the error it names")
-        return findings
+        return [*findings, Finding("FAIL", f"the Kbuildfile: {exc}", "run `kbuild init`, or fix the error it names")]
     app = spec.application
-    backend = app.backend if app is not None else None
-    if backend is None or backend.name == "offline":
-        say("PASS", "model: the offline backend (extractive; no network, no key)")
+    findings.append(_model(app.backend if app is not None else None))
+    findings += _sources(app, spec.root) if app is not None else []
+    findings += _local_files(spec.root, engine)
+    return findings
+
+
+def _kbuildfile(spec: Buildfile) -> list[Finding]:
+    """Its rules, the prompt files they name, its targets; raises what running them raises."""
+    findings = [Finding("PASS", f"{spec.path} loads: {len(spec.rules)} rules")]
+    unreadable = [f"{r.name}: {p}" for r in spec.rules for p in r.prompts if not _readable(p)]
+    if unreadable:
+        findings.append(Finding("FAIL", f"prompt files cannot be read ({len(unreadable)}): {unreadable[0]}",
+                                "reinstall kbuild (`pip install --force-reinstall kbuild`), or fix the path the rule names"))
     else:
-        settings = backend.settings  # type: ignore[attr-defined]  # every backend but the offline one has some
-        url = (settings.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
-        try:
-            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key or ''}"})
-            urllib.request.urlopen(request, timeout=5).close()
-            say("PASS", f"model: {settings.model} at {url} answers")
-        except Exception as exc:
-            say("WARN", f"model: {url} does not answer ({exc})", "start the server, or check OPENAI_BASE_URL")
-    for project in app.projects() if app is not None else []:
+        prompts = {p for r in spec.rules for p in r.prompts}
+        findings.append(Finding("PASS", f"every prompt file the rules name can be read ({len(prompts)})"))
+    findings.append(Finding("PASS", f"targets(): {len(list(spec.targets()))} queries"))
+    return findings
+
+
+def _model(backend: Backend | None) -> Finding:
+    if backend is None or backend.name == "offline":
+        return Finding("PASS", "model: the offline backend (extractive; no network, no key)")
+    settings = backend.settings  # type: ignore[attr-defined]  # every backend but the offline one has some
+    url = (settings.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+    try:
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key or ''}"})
+        urllib.request.urlopen(request, timeout=5).close()
+        return Finding("PASS", f"model: {settings.model} at {url} answers")
+    except Exception as exc:
+        return Finding("WARN", f"model: {url} does not answer ({exc})", "start the server, or check OPENAI_BASE_URL")
+
+
+def _sources(app: Application, root: Path) -> list[Finding]:
+    findings = []
+    for project in app.projects():
         rel = app.store.sources_file(project)
         try:
-            listing = parse((spec.root / rel).read_bytes(), rel)
-            say("WARN" if listing.problems else "PASS", f"{rel}: {len(listing.sources)} sources"
-                + (f"; {listing.problems[0]}" if listing.problems else ""), "fix the entry it names")
+            listing = parse((root / rel).read_bytes(), rel)
         except SourcesError as exc:
-            say("FAIL", str(exc), "fix the YAML")
-    gitignore = spec.root / ".gitignore"
-    if ".kbuild/" in (gitignore.read_text() if gitignore.exists() else ""):
-        say("PASS", ".gitignore keeps .kbuild/ out of git")
+            findings.append(Finding("FAIL", str(exc), "fix the YAML"))
+            continue
+        problem = f"; {listing.problems[0]}" if listing.problems else ""
+        findings.append(Finding("WARN" if listing.problems else "PASS", f"{rel}: {len(listing.sources)} sources{problem}",
+                                "fix the entry it names"))
+    return findings
+
+
+def _local_files(root: Path, engine: Engine) -> list[Finding]:
+    """.gitignore, the local state and the lock."""
+    findings = []
+    gitignore = root / ".gitignore"
+    if f"{FOLDER}/" in (gitignore.read_text() if gitignore.exists() else ""):
+        findings.append(Finding("PASS", f".gitignore keeps {FOLDER}/ out of git"))
     else:
-        say("WARN", ".gitignore does not name .kbuild/", "add the line `.kbuild/`")
+        findings.append(Finding("WARN", f".gitignore does not name {FOLDER}/", f"add the line `{FOLDER}/`"))
     state_file = engine.local.state_db
     if state_file.exists():
         damaged = damage(state_file)
-        shown = state_file.relative_to(spec.root)
+        shown = state_file.relative_to(root)
         if damaged is None:
-            say("PASS", f"{shown}: readable")
+            findings.append(Finding("PASS", f"{shown}: readable"))
         else:
-            say("FAIL", f"{shown} is damaged ({damaged})",
-                "run `kbuild`: it drops the local state and rebuilds it from kbuild.lock")
+            findings.append(Finding("FAIL", f"{shown} is damaged ({damaged})",
+                                    "run `kbuild`: it drops the local state and rebuilds it from kbuild.lock"))
     if engine.lock_path.exists():
         try:
-            say("PASS", f"kbuild.lock: {len(read_lock(engine.lock_path))} queries")
+            findings.append(Finding("PASS", f"kbuild.lock: {len(read_lock(engine.lock_path))} queries"))
         except LockError as exc:
-            say("FAIL", str(exc), "take either side of the conflict and run `kbuild`")
+            findings.append(Finding("FAIL", str(exc), "take either side of the conflict and run `kbuild`"))
     else:
-        say("WARN", "no kbuild.lock yet", "run `kbuild`, then commit kb/ and kbuild.lock")
+        findings.append(Finding("WARN", "no kbuild.lock yet", "run `kbuild`, then commit kb/ and kbuild.lock"))
     return findings
 
 

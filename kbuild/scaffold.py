@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .buildfile import FILENAME
+from .engine.files import TEMP_SUFFIX
+from .engine.layout import FOLDER
 
 KBUILDFILE = '''"""The build file of this knowledge base: `kbuild` runs it.
 
@@ -27,7 +29,7 @@ max_calls = 4  # model calls in flight at once
 # harness_file = "AGENTS.md"  # keep the root index in a marked block of your agent's instruction file
 '''
 
-GITIGNORE_LINES = [".kbuild/", "*.kbuild-tmp"]
+GITIGNORE_LINES = [f"{FOLDER}/", f"*{TEMP_SUFFIX}"]
 
 
 def start(directory: Path) -> Path:

@@ -3,8 +3,8 @@
 Everything under the root is watched (watchfiles, debounced, so an editor's save-rename-write is
 one change): sources, Kbuildfile.py, rules, prompts, and inside the output folder the files the
 Kbuildfile says a person edits (the default pipeline's sources.yml). Generated files are not
-inputs: a change to one that the last build did not write is reported as a hand edit. A change made during a build is picked
-up by the next one (watchfiles keeps what happened while we were building). A failed build, or a
+inputs: a change to one that the last build did not write is reported as a hand edit. A change
+made during a build is picked up by the next one (watchfiles keeps what happened while we were building). A failed build, or a
 Kbuildfile that no longer loads, is reported and the watcher keeps going. Ctrl-C stops it between
 builds or inside one; every write is atomic and the store's lock is released either way.
 """
@@ -19,8 +19,9 @@ import watchfiles
 
 from .engine.files import TEMP_SUFFIX
 from .engine.hashing import hash_bytes
+from .engine.layout import FOLDER
 
-IGNORED_DIRS = {".kbuild", ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
+IGNORED_DIRS = {FOLDER, ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
 
 
 def _stamp() -> str:

@@ -15,7 +15,7 @@ from .check import check
 from .clean import clean
 from .doctor import doctor
 from .init import init
-from .inspect import explain, graph, logs, status
+from .inspection import explain, graph, logs, status
 from .lookup import context, search_command, show
 from .session import KbuildError, Session
 from .sources import add, spec, view

@@ -51,4 +51,5 @@ def watch(session: Session, debounce: int, settle: int) -> None:
         return last[0][0].inputs_in_output_folder() if last else set()
 
     output_folder = first.root / first.output_folder if first.output_folder else None
-    run_watch(first.root, output_folder, build_once, outputs, inputs_in_output_folder, debounce, session.verbose, settle)
+    run_watch(first.root, output_folder, build_once, outputs, inputs_in_output_folder, debounce, session.verbose,
+              settle)
