@@ -28,6 +28,7 @@ class Buildfile:
     namespace: dict[str, Any]
     output_folder: str | None = None  # relative to the root: where every output lies (None: anywhere inside it)
     application: Application | None = None  # the knowledge base it defines (kb = knowledge_base(...)), if any
+    harness_file: str | None = None  # AGENTS.md or the like, relative to the root: gets the root index (kbuild.harness)
 
     @property
     def root(self) -> Path:
@@ -102,7 +103,11 @@ def load(path: Path) -> Buildfile:
         output_folder = application.store.root
     if output_folder is not None and (not isinstance(output_folder, str) or not _inside(output_folder)):
         raise BuildfileError(f"{path}: output_folder must be a folder inside the project, like \"out\"")
-    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder, application)
+    harness_file = namespace.get("harness_file")
+    if harness_file is not None and not isinstance(harness_file, str):
+        raise BuildfileError(f"{path}: harness_file must be a file name, like \"AGENTS.md\"")
+    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder, application,
+                     harness_file)
 
 
 def _inside(folder: str) -> bool:

@@ -53,9 +53,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         save_report(LocalState(engine.state_dir), report)
     except OSError as exc:  # the build is done; only `explain` loses its history
         click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
-    harness = spec.namespace.get("harness_file")
-    if harness and report.ok and spec.application is not None:
-        update_harness(spec.root / harness, spec.root, spec.application.store.index())
+    if spec.harness_file and report.ok and spec.application is not None:
+        update_harness(spec.root / spec.harness_file, spec.root, spec.application.store.index())
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
     else:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
 import click
 
-from ..store.layout import BadId, check_id, slugify
+from ..store.layout import BadId, check_id
 from .session import WRONG, KbuildError, Session, pass_session
 
 if TYPE_CHECKING:
@@ -31,26 +30,14 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     """
     from pydantic import ValidationError
 
-    from ..store.sources import Source, SourcesError, one_line
+    from ..store.sources import SourcesError, one_line, source_for
     from ..store.sources import add as add_entry
 
     spec, _ = session.load()
     app = session.application(spec)
-    url = urlparse(path_or_url)
-    if url.scheme in ("http", "https", "file"):
-        name = url.path.rstrip("/").rsplit("/", 1)[-1] or url.netloc
-        fields = {"url": path_or_url}
-    else:
-        full = (session.directory / path_or_url).resolve()
-        if not full.is_file():
-            raise KbuildError(f"{path_or_url} is not a file; give the path of a document or a url", WRONG)
-        if not full.is_relative_to(spec.root):
-            raise KbuildError(f"{path_or_url} is outside {spec.root}; copy it into the project or add it by url", WRONG)
-        name = full.name
-        fields = {"path": full.relative_to(spec.root).as_posix()}
     try:
+        source = source_for(path_or_url, session.directory, spec.root, source_id)
         check_id("project", project)
-        source = Source(id=source_id or slugify(name.rsplit(".", 1)[0]), **fields)
         add_entry(spec.root / app.store.sources_file(project), source)
     except ValidationError as exc:
         raise KbuildError(one_line(exc), WRONG) from None
