@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .engine import Change, Engine, FileRead, Memo, Query, Reason
+from .engine import Change, Engine, FileRead, Memo, Query, Reason, to_graph
 from .localstate import LocalState
 from .model.calllog import CallLog
 from .reports import LastRun, last_run
@@ -90,8 +90,6 @@ class Explanation:
 def explain(engine: Engine, targets: list[Query], what: str) -> Explanation | None:
     """Why the query `what` names would rebuild, what it read and what reads it; None when it
     names no recorded query."""
-    from .engine import to_graph
-
     memos = engine.memos()
     qid = find_query(memos, what)
     if qid is None:

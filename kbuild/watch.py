@@ -19,7 +19,7 @@ import watchfiles
 
 from .engine.files import TEMP_SUFFIX
 from .engine.hashing import hash_bytes
-from .engine.layout import FOLDER
+from .engine.layout import FOLDER, LOCK_FILE
 
 IGNORED_DIRS = {FOLDER, ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
 
@@ -44,7 +44,7 @@ def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str |
 
     def relevant(change: watchfiles.Change, path: str) -> bool:
         p = Path(path)
-        if IGNORED_DIRS & set(p.parts) or p.name.endswith(TEMP_SUFFIX) or p.name == "kbuild.lock":
+        if IGNORED_DIRS & set(p.parts) or p.name.endswith(TEMP_SUFFIX) or p.name == LOCK_FILE:
             return False
         return True
 

@@ -26,7 +26,7 @@ from .buildlock import BuildLock
 from .buildstate import Observer
 from .files import OutputArea
 from .hashing import decode_value
-from .layout import FOLDER, StateFolder
+from .layout import FOLDER, LOCK_FILE, StateFolder
 from .report import Report, StateDamaged, state_damaged, stop_for
 from .rule import Query, Rule
 from .staleness import Inspection
@@ -56,7 +56,7 @@ class Engine:
             self.register(r)
         self.state_dir = state_dir or self.root / FOLDER
         self.local = StateFolder(self.state_dir)
-        self.lock_path = lock_path or self.root / "kbuild.lock"
+        self.lock_path = lock_path or self.root / LOCK_FILE
         env_cache = os.environ.get("KBUILD_CACHE_DIR")
         self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.local.cache)
         self.max_calls = max_calls

@@ -1,9 +1,10 @@
-"""The engine's own files in the local state folder: what `Engine` and `BuildLock` write there."""
+"""The engine's own files: the lock, and what `Engine` and `BuildLock` write in the local state folder."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+LOCK_FILE = "kbuild.lock"  # in the build root; committed, it carries the graph to a fresh clone
 FOLDER = ".kbuild"  # beside the lock, under the build root; never committed
 
 
