@@ -6,9 +6,11 @@ Everything here is rebuildable or disposable, which is why `kbuild clean` may de
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .engine.buildlock import BuildLock
 from .engine.layout import StateFolder
 
 
@@ -28,3 +30,12 @@ class LocalState(StateFolder):
     def reports(self) -> Path:
         """The newest build reports, for `kbuild explain` (kbuild.reports)."""
         return self.path / "reports"
+
+    def clear(self, keep_cache: bool) -> None:
+        """Delete everything here, with the call cache unless `keep_cache`; under the build lock,
+        since a build running now would lose its state under it (BuildLocked says who holds it)."""
+        kept = {self.build_lock} | ({self.cache} if keep_cache else set())  # the lock file is held meanwhile
+        with BuildLock(self.path):
+            for item in self.path.iterdir():
+                if item not in kept:
+                    shutil.rmtree(item) if item.is_dir() else item.unlink()

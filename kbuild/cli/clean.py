@@ -1,12 +1,9 @@
 """`kbuild clean`: drop the local state."""
 from __future__ import annotations
 
-import shutil
-
 import click
 
 from ..engine import BuildLocked
-from ..engine.buildlock import BuildLock
 from ..localstate import LocalState
 from .session import LOCKED, KbuildError, Session, pass_session
 
@@ -24,12 +21,8 @@ def clean(session: Session, cache: bool) -> None:
     if not local.path.exists():
         click.echo("nothing to clean")
         return
-    kept = {local.build_lock} | (set() if cache else {local.cache})  # the lock file is held while we clean
     try:
-        with BuildLock(local.path):  # a build running now would lose its state under it
-            for item in local.path.iterdir():
-                if item not in kept:
-                    shutil.rmtree(item) if item.is_dir() else item.unlink()
+        local.clear(keep_cache=not cache)
     except BuildLocked as exc:
         raise KbuildError(str(exc), LOCKED) from None
     click.echo(f"cleaned {local.path}" + ("" if cache else " (the call cache kept; --cache drops it too)"))
