@@ -97,8 +97,8 @@ class Engine:
     def discard_state(self) -> None:
         """Remove the local state database (and SQLite's files beside it); the lock rebuilds it."""
         with BuildLock(self.state_dir):
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                self.local.state_db.with_name(self.local.state_db.name + suffix).unlink(missing_ok=True)
+            for file in self.local.state_db_files:
+                file.unlink(missing_ok=True)
 
     async def build_async(
         self,

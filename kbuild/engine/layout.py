@@ -20,6 +20,11 @@ class StateFolder:
         return self.path / "state.db"
 
     @property
+    def state_db_files(self) -> list[Path]:
+        """state.db and the files SQLite keeps beside it: what dropping the state removes."""
+        return [self.path / f"state.db{suffix}" for suffix in ("", "-wal", "-shm", "-journal")]
+
+    @property
     def cache(self) -> Path:
         """Cached answers to expensive calls: the one thing here a rebuild cannot recompute for free."""
         return self.path / "cache"
