@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .engine import Query, Rule
+from .application import Application, find_application
+from .engine import Engine, Query, Rule
 
 FILENAME = "Kbuildfile.py"
 
@@ -26,10 +27,21 @@ class Buildfile:
     before_build: Callable[[], list[str]] | None  # work outside the graph (downloads); returns problems
     namespace: dict[str, Any]
     output_folder: str | None = None  # relative to the root: where every output lies (None: anywhere inside it)
+    application: Application | None = None  # the knowledge base it defines (kb = knowledge_base(...)), if any
+    harness_file: str | None = None  # AGENTS.md or the like, relative to the root: gets the root index (kbuild.harness)
 
     @property
     def root(self) -> Path:
         return self.path.parent
+
+    def engine(self) -> Engine:
+        return Engine(self.root, self.rules, max_calls=self.max_calls, output_folder=self.output_folder)
+
+    def inputs_in_output_folder(self) -> set[str]:
+        """Files inside the output folder that a person edits, relative to the root: the
+        application's (every sources.yml of the default pipeline); the rest there is generated."""
+        app = self.application
+        return {app.store.sources_file(project) for project in app.projects()} if app is not None else set()
 
     @property
     def store(self) -> Path:
@@ -85,13 +97,17 @@ def load(path: Path) -> Buildfile:
     before_build = namespace.get("before_build")
     if before_build is not None and not callable(before_build):
         raise BuildfileError(f"{path}: before_build must be a function")
+    application = find_application(namespace)
     output_folder = namespace.get("output_folder")
-    if output_folder is None:  # the default pipeline's store (kb/) when the Kbuildfile has one
-        kb = next((v for v in namespace.values() if hasattr(v, "store") and hasattr(v, "projects")), None)
-        output_folder = getattr(getattr(kb, "store", None), "root", None)
+    if output_folder is None and application is not None:  # the default pipeline's store (kb/)
+        output_folder = application.store.root
     if output_folder is not None and (not isinstance(output_folder, str) or not _inside(output_folder)):
         raise BuildfileError(f"{path}: output_folder must be a folder inside the project, like \"out\"")
-    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder)
+    harness_file = namespace.get("harness_file")
+    if harness_file is not None and not isinstance(harness_file, str):
+        raise BuildfileError(f"{path}: harness_file must be a file name, like \"AGENTS.md\"")
+    return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder, application,
+                     harness_file)
 
 
 def _inside(folder: str) -> bool:

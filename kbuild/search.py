@@ -70,19 +70,18 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
             for i in ranked[:limit] if scores[i] > 0 and set(wanted) & set(tokens(rows[i][2]))]
 
 
-def log_lookup(state_dir: Path, query: str, project: str | None, hits: list[Hit]) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
+def log_lookup(log: Path, query: str, project: str | None, hits: list[Hit]) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
     record = {"at": datetime.datetime.now().isoformat(timespec="seconds"), "query": query, "project": project,
               "hits": len(hits), "best": hits[0].score if hits else 0.0, "top": hits[0].page if hits else None}
-    with (state_dir / "lookups.jsonl").open("a") as out:
+    with log.open("a") as out:
         out.write(json.dumps(record) + "\n")
 
 
-def misses(state_dir: Path) -> list[dict[str, object]]:
-    path = state_dir / "lookups.jsonl"
-    if not path.exists():
+def misses(log: Path) -> list[dict[str, object]]:
+    if not log.exists():
         return []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     return [r for r in records if not r["hits"]]
 
 

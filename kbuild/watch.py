@@ -1,9 +1,10 @@
 """`kbuild watch`: rebuild while the user edits, one build per burst of edits.
 
-Sources, sources.yml, Kbuildfile.py, rules and prompts are watched (watchfiles, debounced, so an
-editor's save-rename-write is one change). Generated pages are not inputs: a change to one that
-the last build did not write is reported as a hand edit. A change made during a build is picked
-up by the next one (watchfiles keeps what happened while we were building). A failed build, or a
+Everything under the root is watched (watchfiles, debounced, so an editor's save-rename-write is
+one change): sources, Kbuildfile.py, rules, prompts, and inside the output folder the files the
+Kbuildfile says a person edits (the default pipeline's sources.yml). Generated files are not
+inputs: a change to one that the last build did not write is reported as a hand edit. A change
+made during a build is picked up by the next one (watchfiles keeps what happened while we were building). A failed build, or a
 Kbuildfile that no longer loads, is reported and the watcher keeps going. Ctrl-C stops it between
 builds or inside one; every write is atomic and the store's lock is released either way.
 """
@@ -18,27 +19,32 @@ import watchfiles
 
 from .engine.files import TEMP_SUFFIX
 from .engine.hashing import hash_bytes
+from .engine.layout import FOLDER, LOCK_FILE
 
-IGNORED_DIRS = {".kbuild", ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
+IGNORED_DIRS = {FOLDER, ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
 
 
 def _stamp() -> str:
     return time.strftime("%H:%M:%S")
 
 
-def watch(root: Path, store_root: str, build_once: Callable[[], str | None], outputs: Callable[[], dict[str, str]],
+def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str | None],
+          outputs: Callable[[], dict[str, str]], inputs_in_output_folder: Callable[[], set[str]],
           debounce_ms: int = 300, verbose: bool = False, settle_ms: int = 50) -> None:
     """Build, then rebuild after each burst of changes, until interrupted.
 
     `build_once` loads the Kbuildfile and builds, returning a one-line summary (None when the
     Kbuildfile could not be loaded); `outputs` maps each generated file to the hash the lock
-    records for it. A burst ends after `settle_ms` of quiet, or at `debounce_ms` at the latest.
+    records for it. Inside `output_folder` every file is generated but those
+    `inputs_in_output_folder` names (as the Kbuildfile said at the last build; paths relative to
+    `root`). A burst ends after `settle_ms` of quiet, or at `debounce_ms` at the latest.
     """
-    store = (root / store_root).resolve()
+    generated_folder = output_folder.resolve() if output_folder is not None else None
+    edited: set[str] = set()  # every input the Kbuildfile named so far: a deleted one is still an edit
 
     def relevant(change: watchfiles.Change, path: str) -> bool:
         p = Path(path)
-        if IGNORED_DIRS & set(p.parts) or p.name.endswith(TEMP_SUFFIX) or p.name == "kbuild.lock":
+        if IGNORED_DIRS & set(p.parts) or p.name.endswith(TEMP_SUFFIX) or p.name == LOCK_FILE:
             return False
         return True
 
@@ -55,13 +61,15 @@ def watch(root: Path, store_root: str, build_once: Callable[[], str | None], out
             if not changes:
                 continue
             generated = outputs()
+            edited.update(inputs_in_output_folder())
             inputs, hand_edits = [], []
             for _, path in sorted(changes, key=lambda c: c[1]):
                 full = Path(path)
                 rel = full.relative_to(root).as_posix() if full.is_relative_to(root) else path
-                if full.is_relative_to(store) and full.name != "sources.yml":
-                    # everything else in the store is written by kbuild (pages, raw copies, fetched
-                    # urls); only a change the last build did not make is worth a word
+                in_output_folder = generated_folder is not None and full.is_relative_to(generated_folder)
+                if rel in generated or (in_output_folder and rel not in edited):
+                    # written by kbuild (pages, raw copies, fetched urls); only a change the last
+                    # build did not make is worth a word
                     recorded = generated.get(rel)
                     current = hash_bytes(full.read_bytes()) if full.is_file() else None
                     if recorded is not None and current != recorded:

@@ -169,3 +169,33 @@ def test_doctor_fails_a_lock_with_merge_conflict_markers(project):
     result = kbuild(project)
     assert result.exit_code == 2 and "kbuild.lock has merge conflict markers" in result.output
     assert "Traceback" not in result.output
+
+
+def test_logs_reads_a_call_log_written_by_an_older_kbuild(project):
+    """A log from before `request` held the whole body (schema 1) is migrated, not refused."""
+    import sqlite3
+
+    (project / ".kbuild").mkdir()
+    db = sqlite3.connect(project / ".kbuild/logs.db")
+    db.execute("""CREATE TABLE calls (id INTEGER PRIMARY KEY, at TEXT, task TEXT, query TEXT, model TEXT,
+                  cache_hit INTEGER, latency_ms REAL, tokens_in INTEGER, tokens_out INTEGER, cost REAL,
+                  error TEXT, request TEXT, response TEXT)""")
+    db.execute("INSERT INTO calls VALUES (1, '2025-01-01T00:00:00', 'read', 'fact(x)', 'm', 0, 12.0, 30, 4, 0, "
+               "NULL, ?, 'the answer')", (json.dumps([{"role": "user", "content": "the question"}]),))
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    result = kbuild(project, "logs", "--json")
+    assert result.exit_code == 0, result.output
+    call = json.loads(result.output)
+    assert json.loads(call["request"]) == {"messages": [{"role": "user", "content": "the question"}]}
+    assert call["cost"] is None  # 0 was logged for "no price known"
+    full = kbuild(project, "logs", "--full").output
+    assert "[user]\n    the question" in full and "$?" in full
+
+
+def test_commands_that_need_a_knowledge_base_say_a_kbuildfile_has_none(project):
+    (project / "notes.md").write_text("# Notes\n")
+    for args in (["add", "shop", "notes.md"], ["view", "add", "shop", "v", "--about", "x"]):
+        result = kbuild(project, *args)
+        assert result.exit_code == 2 and "defines no knowledge base" in result.output, result.output

@@ -79,6 +79,13 @@ def test_watch_rebuilds_bursts_once_survives_a_broken_kbuildfile_and_stops_clean
 
         (tmp_path / "kb/shop/facts/notes/text.md").write_text("a hand edit\n")
         watcher.wait_for("was edited by hand")
+
+        # sources.yml lies in the store among generated pages, but a person edits it: an input
+        (tmp_path / "more.md").write_text("# More\n\nThe shop closes at six.\n")
+        listing = tmp_path / "kb/shop/sources.yml"
+        listing.write_text(listing.read_text().rstrip("\n") + "\n  - id: more\n    path: more.md\n")
+        watcher.wait_for("changed: kb/shop/sources.yml")
+        assert "closes at six" in (tmp_path / "kb/shop/facts/more/text.md").read_text()
     finally:
         watcher.process.send_signal(signal.SIGINT)
         code = watcher.process.wait(timeout=30)

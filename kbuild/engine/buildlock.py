@@ -5,6 +5,7 @@ import fcntl
 import os
 from pathlib import Path
 
+from .layout import StateFolder
 from .report import BuildLocked
 
 
@@ -12,7 +13,7 @@ class BuildLock:
     """One build per store: an exclusive lock on a file in the state folder."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / "build.lock"
+        self.path = StateFolder(state_dir).build_lock
         self.fd: int | None = None
 
     def __enter__(self) -> BuildLock:

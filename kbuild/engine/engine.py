@@ -26,6 +26,7 @@ from .buildlock import BuildLock
 from .buildstate import Observer
 from .files import OutputArea
 from .hashing import decode_value
+from .layout import FOLDER, LOCK_FILE, StateFolder
 from .report import Report, StateDamaged, state_damaged, stop_for
 from .rule import Query, Rule
 from .staleness import Inspection
@@ -53,10 +54,11 @@ class Engine:
         self.rules: dict[str, Rule] = {}
         for r in rules:
             self.register(r)
-        self.state_dir = state_dir or self.root / ".kbuild"
-        self.lock_path = lock_path or self.root / "kbuild.lock"
+        self.state_dir = state_dir or self.root / FOLDER
+        self.local = StateFolder(self.state_dir)
+        self.lock_path = lock_path or self.root / LOCK_FILE
         env_cache = os.environ.get("KBUILD_CACHE_DIR")
-        self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.state_dir / "cache")
+        self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.local.cache)
         self.max_calls = max_calls
         self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
 
@@ -95,8 +97,8 @@ class Engine:
     def discard_state(self) -> None:
         """Remove the local state database (and SQLite's files beside it); the lock rebuilds it."""
         with BuildLock(self.state_dir):
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                (self.state_dir / f"state.db{suffix}").unlink(missing_ok=True)
+            for file in self.local.state_db_files:
+                file.unlink(missing_ok=True)
 
     async def build_async(
         self,
@@ -109,7 +111,7 @@ class Engine:
         targets = list(targets)
         with BuildLock(self.state_dir):
             try:
-                state = State(self.state_dir / "state.db")
+                state = State(self.local.state_db)
             except sqlite3.Error as exc:
                 raise stop_for(exc, "writing the local state .kbuild/state.db") or exc from None
             build = Build(self, state, refresh, observer)
@@ -150,7 +152,7 @@ class Engine:
 
     def value(self, query: Query) -> Any:
         """The stored value of a query as the last build left it, without running anything."""
-        state = State(self.state_dir / "state.db")
+        state = State(self.local.state_db)
         try:
             blob = state.load_value(query.id)
         finally:
@@ -169,7 +171,7 @@ class Engine:
     def _reading(self) -> Iterator[Build]:
         """A build that only reads: local state when there is some, else the lock alone in memory
         (a fresh clone), and nothing written either way."""
-        state_file = self.state_dir / "state.db"
+        state_file = self.local.state_db
         try:
             build = Build(self, State(state_file if state_file.exists() else None), False, None, read_only=True)
         except sqlite3.DatabaseError as exc:

@@ -28,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from ..convert import limits
-from .layout import check_id
+from .layout import check_id, slugify
 
 URL_SCHEMES = ("http", "https", "file")
 _URL = TypeAdapter(AnyUrl)  # pydantic's parser (the WHATWG rules): hosts, ports, encodings
@@ -282,6 +282,25 @@ NEW_PROJECT = """\
 kind: docs   # docs, or research (sources arrive as found; no specs)
 sources: []
 """
+
+
+def source_for(path_or_url: str, directory: Path, root: Path, source_id: str | None = None) -> Source:
+    """The entry `kbuild add` lists for a url, or for a path (from `directory`) to a file inside
+    `root`; its id from the file's name unless given. SourcesError (or pydantic's ValidationError
+    for a bad id or url) when it cannot be listed."""
+    url = urlparse(path_or_url)
+    if url.scheme in URL_SCHEMES:
+        name = url.path.rstrip("/").rsplit("/", 1)[-1] or url.netloc
+        fields = {"url": path_or_url}
+    else:
+        full = (directory / path_or_url).resolve()
+        if not full.is_file():
+            raise SourcesError(f"{path_or_url} is not a file; give the path of a document or a url")
+        if not full.is_relative_to(root):
+            raise SourcesError(f"{path_or_url} is outside {root}; copy it into the project or add it by url")
+        name = full.name
+        fields = {"path": full.relative_to(root).as_posix()}
+    return Source(id=source_id or slugify(name.rsplit(".", 1)[0]), **fields)
 
 
 def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:

@@ -1,0 +1,107 @@
+"""`kbuild build` (and `kbuild` alone): bring the store up to date."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..engine import BuildLocked, BuildStopped, Engine, LockError, Problem, Query, Report
+from ..harness import update_harness
+from ..localstate import LocalState
+from ..progress import Progress
+from ..reports import report_json, save_report
+from .session import FAILED, LOCKED, WRONG, KbuildError, Session, pass_session
+
+
+@click.command()
+@click.option("-n", "--dry-run", is_flag=True, help="Say what would run and why; run nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+@click.option("--refresh", is_flag=True, help="Ask the model again instead of using cached answers.")
+@click.option("--no-fetch", is_flag=True, help="Do not download url sources again; use the copies in raw/.")
+@click.option("--cutoff", type=click.Choice(["meaning", "exact"]), default="meaning", show_default=True,
+              help="exact: a rebuilt page stops the climb only when it is byte for byte the same.")
+@pass_session
+def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False,
+          no_fetch: bool = False, cutoff: str = "meaning") -> None:
+    """Bring the store up to date (the command to run after `git pull`).
+
+    Example: kbuild build --dry-run   (then: kbuild build)
+    """
+    spec, engine = session.load()
+    engine.cutoff_hooks = cutoff == "meaning"
+    fetch_problems = [] if dry_run or no_fetch or spec.before_build is None else spec.before_build()
+    for problem in fetch_problems:
+        click.secho(f"failed: {problem}", fg="red", err=True)
+    targets = session.targets(spec)
+    if dry_run:
+        print_plan(engine, targets, as_json)
+        return
+    show = sys.stderr.isatty() and not as_json and not session.quiet
+    progress = Progress(enabled=show, total=len(engine.plan(targets)) if show else None)
+    try:
+        report = engine.build(targets, refresh=refresh, observer=progress)
+    except BuildLocked as exc:
+        raise KbuildError(str(exc), LOCKED) from None
+    except LockError as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    except BuildStopped as exc:
+        raise KbuildError(str(exc), FAILED) from None
+    finally:
+        progress.close()
+    try:
+        save_report(LocalState(engine.state_dir), report)
+    except OSError as exc:  # the build is done; only `explain` loses its history
+        click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
+    if spec.harness_file and report.ok and spec.application is not None:
+        update_harness(spec.root / spec.harness_file, spec.root, spec.application.store.index())
+    if as_json:
+        click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
+    else:
+        print_report(report, session.debug, session.quiet, session.verbose)
+    if not report.ok or fetch_problems:
+        raise click.exceptions.Exit(FAILED)
+
+
+def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
+    plan = engine.plan(targets)
+    if as_json:
+        click.echo(json.dumps({qid: reason.sentence for qid, reason in plan.items()}, indent=2, sort_keys=True))
+        return
+    if not plan:
+        click.echo("up to date: nothing would run")
+        return
+    for qid in sorted(plan):
+        click.echo(f"{qid}: {plan[qid].sentence}")
+    click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
+    from ..status import dry_run_estimate  # the call log's module: only a dry run needs it
+
+    click.echo(dry_run_estimate(engine))
+
+
+def print_failures(report: Report, debug: bool = False) -> None:
+    """The failures at the root of the build's, each once; what failed only because of them is counted."""
+    causes = report.root_failures()
+    for qid, message in sorted(causes.items(), key=lambda item: item[1]):
+        # a Problem names its source itself; the query id would only repeat it
+        where = "" if isinstance(report.errors.get(qid), Problem) else f"{qid}: "
+        click.secho(f"failed: {where}{message}", fg="red", err=True)
+        exc = report.errors.get(qid)
+        if debug and exc is not None:
+            click.echo(getattr(exc, "__kbuild_traceback__", ""), err=True)
+
+
+def print_report(report: Report, debug: bool, quiet: bool = False, verbose: bool = False) -> None:
+    if verbose:
+        for qid in report.executed:
+            cut = f" (cut off: {report.cutoff[qid]})" if qid in report.cutoff else ""
+            click.echo(f"ran {qid}: {report.reasons.get(qid, '')}{cut}")
+    for qid, messages in sorted(report.warnings.items()) if not quiet else ():
+        for message in messages:
+            click.secho(f"warning: {message}", fg="yellow", err=True)
+    print_failures(report, debug)
+    causes = report.root_failures()
+    if len(report.failed) > len(causes):
+        click.secho(f"({len(report.failed) - len(causes)} more could not be built because of these)", fg="red", err=True)
+    if not quiet:
+        click.echo(report.summary())

@@ -1,0 +1,70 @@
+"""What every command shares: the options of `kbuild` itself, loading the Kbuildfile, failing."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from .. import buildfile
+from ..application import Application
+from ..engine import Engine, Query
+
+# Exit codes, as README.md documents them
+FAILED = 1  # the build or a check failed (CI should stop)
+WRONG = 2  # the command or the Kbuildfile is wrong
+LOCKED = 3  # another kbuild holds the store
+
+
+class KbuildError(click.ClickException):
+    """One line, in red, and the exit code it stands for; never a traceback."""
+
+    def __init__(self, message: str, exit_code: int = FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.secho(f"kbuild: {self.format_message()}", fg="red", err=True)
+
+
+@dataclass
+class Session:
+    directory: Path
+    file: Path | None
+    debug: bool
+    quiet: bool = False
+    verbose: bool = False
+
+    def load(self) -> tuple[buildfile.Buildfile, Engine]:
+        """The Kbuildfile (-f, or found from -C upwards), run, and an engine over its rules."""
+        try:
+            spec = buildfile.load(self.file or buildfile.find(self.directory.resolve()))
+        except buildfile.BuildfileError as exc:
+            if self.debug and exc.__cause__:
+                raise
+            raise KbuildError(str(exc), WRONG) from None
+        return spec, spec.engine()
+
+    def targets(self, spec: buildfile.Buildfile) -> list[Query]:
+        try:
+            targets = list(spec.targets())
+        except Exception as exc:
+            if self.debug:
+                raise
+            raise KbuildError(f"targets() in {spec.path} failed: {type(exc).__name__}: {exc}", WRONG) from None
+        bad = [t for t in targets if not isinstance(t, Query)]
+        if bad:
+            raise KbuildError(f"targets() in {spec.path} must return queries (rule(key)), got {bad[0]!r}", WRONG)
+        return targets
+
+    @staticmethod
+    def application(spec: buildfile.Buildfile) -> Application:
+        """The knowledge base, for the commands that need one."""
+        if spec.application is None:
+            raise KbuildError(f"{spec.path} defines no knowledge base (kb = knowledge_base(...)); see `kbuild init`",
+                              WRONG)
+        return spec.application
+
+
+pass_session = click.make_pass_decorator(Session)

@@ -1,0 +1,119 @@
+"""`kbuild add`, `kbuild view add`, `kbuild spec add`: entries in a project's sources.yml, which
+keeps the comments a person wrote."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ..store.layout import BadId, check_id
+from .session import WRONG, KbuildError, Session, pass_session
+
+if TYPE_CHECKING:
+    from ..store.sources import SpecRequest, ViewRequest
+
+# kbuild.store.sources (pydantic, ruamel.yaml) is imported by the commands that use it: every
+# other command starts faster without it
+
+
+@click.command()
+@click.argument("project")
+@click.argument("path_or_url")
+@click.option("--id", "source_id", help="The source's id (default: from its file name).")
+@pass_session
+def add(session: Session, project: str, path_or_url: str, source_id: str | None) -> None:
+    """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments.
+
+    Example: kbuild add payments docs/requirements.pdf --id requirements
+    """
+    from pydantic import ValidationError
+
+    from ..store.sources import SourcesError, one_line, source_for
+    from ..store.sources import add as add_entry
+
+    spec, _ = session.load()
+    app = session.application(spec)
+    try:
+        source = source_for(path_or_url, session.directory, spec.root, source_id)
+        check_id("project", project)
+        add_entry(spec.root / app.store.sources_file(project), source)
+    except ValidationError as exc:
+        raise KbuildError(one_line(exc), WRONG) from None
+    except (BadId, SourcesError) as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    click.echo(f"added {source.id} to {app.store.sources_file(project)}; run `kbuild` to build it")
+
+
+def _project_sources(session: Session, project: str) -> Path:
+    """The sources.yml of an existing project."""
+    spec, _ = session.load()
+    app = session.application(spec)
+    try:
+        check_id("project", project)
+    except BadId as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    file = spec.root / app.store.sources_file(project)
+    if not file.exists():
+        raise KbuildError(f"{file} does not exist; `kbuild add {project} PATH` starts the project", WRONG)
+    return file
+
+
+def _add_request(file: Path, make: Callable[[], ViewRequest | SpecRequest]) -> None:
+    from pydantic import ValidationError
+
+    from ..store.sources import SourcesError
+    from ..store.sources import add as add_entry
+
+    try:
+        add_entry(file, make())
+    except SourcesError as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    except ValidationError as exc:
+        raise KbuildError(exc.errors()[0]["msg"].removeprefix("Value error, "), WRONG) from None
+
+
+@click.group()
+def view() -> None:
+    """Views written on request (one feature, use case or question)."""
+
+
+@view.command("add")
+@click.argument("project")
+@click.argument("name")
+@click.option("--about", required=True, help="What the view is about: a feature, a use case or a question.")
+@click.option("--across", multiple=True, help="Another project whose facts the view may draw on (repeatable).")
+@pass_session
+def view_add(session: Session, project: str, name: str, about: str, across: tuple[str, ...]) -> None:
+    """Ask for a view NAME of PROJECT; the next build writes artifacts/views/NAME.md.
+
+    Example: kbuild view add payments refunds --about "how refunds work and their limits"
+    """
+    from ..store.sources import ViewRequest
+
+    file = _project_sources(session, project)
+    _add_request(file, lambda: ViewRequest(name=name, about=about, across=list(across)))
+    click.echo(f"added view {name} to {file.name} of {project}; run `kbuild` to write it")
+
+
+@click.group()
+def spec() -> None:
+    """Specs: what a coding agent implements, written from a view."""
+
+
+@spec.command("add")
+@click.argument("project")
+@click.argument("feature")
+@click.option("--view", "view_name", required=True, help="The view the spec is written from.")
+@pass_session
+def spec_add(session: Session, project: str, feature: str, view_name: str) -> None:
+    """Ask for a spec FEATURE of PROJECT from a view; the next build writes artifacts/specs/FEATURE.md.
+
+    Example: kbuild spec add payments refund-api --view refunds
+    """
+    from ..store.sources import SpecRequest
+
+    file = _project_sources(session, project)
+    _add_request(file, lambda: SpecRequest(name=feature, view=view_name))
+    click.echo(f"added spec {feature} (from view {view_name}) to {file.name} of {project}; run `kbuild` to write it")

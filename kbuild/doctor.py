@@ -1,0 +1,122 @@
+"""`kbuild doctor`: the setup checked, read-only, each finding with what to do about it."""
+from __future__ import annotations
+
+import sys
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .application import Application
+from .buildfile import Buildfile
+from .engine import Engine, LockError, read_lock
+from .engine.layout import FOLDER
+from .engine.state import damage
+from .model import Backend
+from .store.sources import SourcesError, parse
+
+Status = Literal["PASS", "WARN", "FAIL"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    status: Status
+    what: str
+    fix: str = ""  # what to do; shown unless it passed
+
+
+def diagnose(load: Callable[[], tuple[Buildfile, Engine]]) -> list[Finding]:
+    """Python, the Kbuildfile (`load` finds and runs it), the prompts, the model, every
+    sources.yml, .gitignore, the local state and the lock, in that order. Nothing after a
+    Kbuildfile that does not load is checked: it would only repeat the failure."""
+    version = sys.version_info
+    findings = [Finding("PASS" if version >= (3, 11) else "FAIL", f"Python {version.major}.{version.minor}",
+                        "install Python 3.11 or newer")]
+    try:
+        spec, engine = load()
+        findings += _kbuildfile(spec)
+    except Exception as exc:
+        return [*findings, Finding("FAIL", f"the Kbuildfile: {exc}", "run `kbuild init`, or fix the error it names")]
+    app = spec.application
+    findings.append(_model(app.backend if app is not None else None))
+    findings += _sources(app, spec.root) if app is not None else []
+    findings += _local_files(spec.root, engine)
+    return findings
+
+
+def _kbuildfile(spec: Buildfile) -> list[Finding]:
+    """Its rules, the prompt files they name, its targets; raises what running them raises."""
+    findings = [Finding("PASS", f"{spec.path} loads: {len(spec.rules)} rules")]
+    unreadable = [f"{r.name}: {p}" for r in spec.rules for p in r.prompts if not _readable(p)]
+    if unreadable:
+        findings.append(Finding("FAIL", f"prompt files cannot be read ({len(unreadable)}): {unreadable[0]}",
+                                "reinstall kbuild (`pip install --force-reinstall kbuild`), or fix the path the rule names"))
+    else:
+        prompts = {p for r in spec.rules for p in r.prompts}
+        findings.append(Finding("PASS", f"every prompt file the rules name can be read ({len(prompts)})"))
+    findings.append(Finding("PASS", f"targets(): {len(list(spec.targets()))} queries"))
+    return findings
+
+
+def _model(backend: Backend | None) -> Finding:
+    if backend is None or backend.name == "offline":
+        return Finding("PASS", "model: the offline backend (extractive; no network, no key)")
+    settings = backend.settings  # type: ignore[attr-defined]  # every backend but the offline one has some
+    url = (settings.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+    try:
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key or ''}"})
+        urllib.request.urlopen(request, timeout=5).close()
+        return Finding("PASS", f"model: {settings.model} at {url} answers")
+    except Exception as exc:
+        return Finding("WARN", f"model: {url} does not answer ({exc})", "start the server, or check OPENAI_BASE_URL")
+
+
+def _sources(app: Application, root: Path) -> list[Finding]:
+    findings = []
+    for project in app.projects():
+        rel = app.store.sources_file(project)
+        try:
+            listing = parse((root / rel).read_bytes(), rel)
+        except SourcesError as exc:
+            findings.append(Finding("FAIL", str(exc), "fix the YAML"))
+            continue
+        problem = f"; {listing.problems[0]}" if listing.problems else ""
+        findings.append(Finding("WARN" if listing.problems else "PASS", f"{rel}: {len(listing.sources)} sources{problem}",
+                                "fix the entry it names"))
+    return findings
+
+
+def _local_files(root: Path, engine: Engine) -> list[Finding]:
+    """.gitignore, the local state and the lock."""
+    findings = []
+    gitignore = root / ".gitignore"
+    if f"{FOLDER}/" in (gitignore.read_text() if gitignore.exists() else ""):
+        findings.append(Finding("PASS", f".gitignore keeps {FOLDER}/ out of git"))
+    else:
+        findings.append(Finding("WARN", f".gitignore does not name {FOLDER}/", f"add the line `{FOLDER}/`"))
+    state_file = engine.local.state_db
+    if state_file.exists():
+        damaged = damage(state_file)
+        shown = state_file.relative_to(root)
+        if damaged is None:
+            findings.append(Finding("PASS", f"{shown}: readable"))
+        else:
+            findings.append(Finding("FAIL", f"{shown} is damaged ({damaged})",
+                                    "run `kbuild`: it drops the local state and rebuilds it from kbuild.lock"))
+    if engine.lock_path.exists():
+        try:
+            findings.append(Finding("PASS", f"kbuild.lock: {len(read_lock(engine.lock_path))} queries"))
+        except LockError as exc:
+            findings.append(Finding("FAIL", str(exc), "take either side of the conflict and run `kbuild`"))
+    else:
+        findings.append(Finding("WARN", "no kbuild.lock yet", "run `kbuild`, then commit kb/ and kbuild.lock"))
+    return findings
+
+
+def _readable(path: Path) -> bool:
+    try:
+        path.read_bytes()
+        return True
+    except OSError:
+        return False
