@@ -5,9 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbuild.cli import main
+from conftest import kbuild
 from kbuild.engine.buildlock import BuildLock
 
 KBUILDFILE = '''
@@ -34,10 +33,6 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "a.txt").write_text("one two\n")
     (tmp_path / "b.txt").write_text("three\n")
     return tmp_path
-
-
-def kbuild(project: Path, *args: str):
-    return CliRunner().invoke(main, ["-C", str(project), *args])
 
 
 def test_build_then_nothing_to_do(project):

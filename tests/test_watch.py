@@ -9,9 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
+from conftest import kbuild
 
-from kbuild.cli import main
 from kbuild.engine.buildlock import BuildLock
 
 
@@ -52,9 +51,9 @@ class Watcher:
 
 
 def test_watch_rebuilds_bursts_once_survives_a_broken_kbuildfile_and_stops_cleanly(tmp_path):
-    assert CliRunner().invoke(main, ["-C", str(tmp_path), "init", str(tmp_path)]).exit_code == 0
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     (tmp_path / "notes.md").write_text("# Notes\n\nThe shop opens at nine.\n")
-    assert CliRunner().invoke(main, ["-C", str(tmp_path), "add", "shop", "notes.md"]).exit_code == 0
+    assert kbuild(tmp_path, "add", "shop", "notes.md").exit_code == 0
     watcher = Watcher(tmp_path)
     try:
         watcher.wait_for("watching")
