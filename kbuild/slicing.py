@@ -54,8 +54,9 @@ class Chunk:
     # Every section the chunk holds text of, in order: the one in force at its start, then each
     # heading inside it (visible text). A chunk of several small sections lists them all, so that
     # its index line and breadcrumb name each.
-    covers: tuple[str, ...]
-    continued: bool  # it starts inside a section that an earlier chunk started
+    covers: tuple[str, ...] = ()
+    continued: bool = False  # it starts inside a section that an earlier chunk started
+    levels: tuple[int, ...] = ()  # the level of each heading in covers (1 for "#", 2 for "##"...)
 
 
 # --------------------------------------------------------------------------- structure
@@ -424,7 +425,7 @@ def _make_chunks(doc: _Doc, cuts: list[int]) -> list[Chunk]:
             h += 1
         continued = bool(stack) and first not in doc.headings
         inside = heading_starts[h:bisect.bisect_left(heading_starts, e, lo=h)]
-        covers = ([stack[-1][1]] if stack else []) + [doc.headings[i][2] for i in inside]
+        covers = [(level, title) for level, title in stack[-1:] + [doc.headings[i][::2] for i in inside] if title]
         pages = None
         if doc.has_pages:
             content = [i for i in (first, _last_content(doc, s, e)) if 0 <= i < e and doc.kind[i] == _CONTENT]
@@ -432,8 +433,8 @@ def _make_chunks(doc: _Doc, cuts: list[int]) -> list[Chunk]:
             hi = doc.page[content[-1]] if content else doc.page[e - 1]
             pages = (lo, hi)
         tokens = -(-(doc.units[e] - doc.units[s]) // UNITS_PER_TOKEN)
-        chunks.append(Chunk(s + 1, e, tuple(t for _, t in stack), pages, tokens,
-                            tuple(t for t in covers if t), continued))
+        chunks.append(Chunk(s + 1, e, tuple(t for _, t in stack), pages, tokens, covers=tuple(t for _, t in covers),
+                            levels=tuple(level for level, _ in covers), continued=continued))
     return chunks
 
 
@@ -457,18 +458,23 @@ def chunk_texts(text: str, chunks: list[Chunk]) -> list[str]:
 
 
 def fact_names(chunks: list[Chunk], reserved: Collection[str] = ()) -> list[str]:
-    """A file name for each chunk, unique within its source, from the first section it covers.
+    """A file name for each chunk, unique within its source, from its first heading.
 
-    The name is the visible text of that section's heading, cut where a word ends: never an HTML
-    anchor, never the chunk's own words, so that editing a sentence renames nothing. A section
-    whose title an earlier section already took is named with its parent's title too; the second
-    and later chunks of one section are numbered (`motivation-2`). "opening" only for a chunk
-    with no heading before or in it. A name in `reserved` gets the prefix `section-`.
+    The name is the visible text of the first heading in the chunk, cut where a word ends, or
+    for a chunk with no heading of its own, of the section it continues: never an HTML anchor,
+    never the chunk's own words, so that editing a sentence renames nothing. A chunk that starts
+    a little before a heading is named after that heading, as it is when it starts at it: a
+    boundary that moves by a paragraph keeps the name. A section whose title an earlier section
+    already took is named with its parent's title too; further chunks of one section are
+    numbered (`motivation-2`). "opening" only for a chunk with no heading before or in it. A
+    name in `reserved` gets the prefix `section-`.
     """
     taken: set[str] = set(reserved)
     names = []
     for c in chunks:
-        title = c.covers[0] if c.covers else ""
+        # the highest of its own headings, the first of equals, else the section it continues
+        own = range(1 if c.continued else 0, len(c.covers)) or range(len(c.covers))
+        title = c.covers[min(own, key=lambda i: (c.levels[i], i))] if c.covers else ""
         base = slug(title) if title else "opening"
         if base in reserved:
             base = f"section-{base}"

@@ -551,22 +551,31 @@ def test_an_html_anchor_heading_gives_a_clean_name():
 
 def test_a_name_is_cut_where_a_word_ends():
     title = "Retry limits for remote authentication of service accounts and their tokens"
-    [name] = fact_names([Chunk(1, 3, (title,), None, 10, (title,), False)])
+    [name] = fact_names([Chunk(1, 3, (title,), None, 10, (title,), False, (2,))])
     assert name == "retry-limits-for-remote-authentication"  # 48 characters would end in "of-se"
     assert len(name) <= 48 and title.lower().replace(" ", "-").startswith(name + "-")
 
 
 def test_fact_names_number_a_section_s_chunks_and_tell_same_titles_apart():
-    chunks = [Chunk(1, 5, ("A",), None, 1, ("A", "B"), False),
-              Chunk(6, 9, ("A", "B"), None, 1, ("B",), True),
-              Chunk(10, 12, ("A", "B"), None, 1, ("B", "Examples"), True),
-              Chunk(13, 15, ("C", "Examples"), None, 1, ("Examples",), False),
-              Chunk(16, 16, ("D", "Examples"), None, 1, ("Examples",), False),
-              Chunk(17, 17, ("C", "Index"), None, 1, ("Index",), False),
-              Chunk(18, 19, ("C", "Index"), None, 1, ("Index",), True)]
-    assert fact_names(chunks, reserved={"index"}) == ["a", "b", "b-2", "examples", "d-examples", "section-index",
-                                                      "section-index-2"]
-    assert fact_names([Chunk(1, 2, (), None, 1, (), False)] * 2) == ["opening", "opening-2"]
+    chunks = [Chunk(1, 5, ("A",), None, 1, ("A", "B"), False, (1, 2)),
+              Chunk(6, 9, ("A", "B"), None, 1, ("B",), True, (2,)),
+              Chunk(10, 12, ("A", "B"), None, 1, ("B", "Examples"), True, (2, 3)),
+              Chunk(13, 15, ("C", "Examples"), None, 1, ("Examples",), False, (2,)),
+              Chunk(16, 16, ("D", "Examples"), None, 1, ("Examples",), False, (2,)),
+              Chunk(17, 17, ("C", "Index"), None, 1, ("Index",), False, (2,)),
+              Chunk(18, 19, ("C", "Index"), None, 1, ("Index",), True, (2,))]
+    assert fact_names(chunks, reserved={"index"}) == ["a", "b", "examples", "c-examples", "d-examples",
+                                                      "section-index", "section-index-2"]
+    assert fact_names([Chunk(1, 2, (), None, 1, (), False, ())] * 2) == ["opening", "opening-2"]
+
+
+def test_a_name_stays_when_a_boundary_moves_around_a_heading():
+    """A chunk that holds a top-level heading is named after it whether it starts at that heading,
+    a paragraph before it or inside a subsection before it: the name follows the heading."""
+    at = Chunk(10, 20, ("Spec", "Details"), None, 1, ("Details", "Rationale", "Why"), False, (2, 1, 2))
+    before = Chunk(8, 20, ("Spec", "Syntax", "Edge cases"), None, 1, ("Edge cases", "Details", "Rationale", "Why"),
+                   True, (3, 2, 1, 2))
+    assert fact_names([at]) == fact_names([before]) == ["rationale"]
 
 
 def test_editing_a_sentence_renames_no_fact():
