@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
+from ..text.markdown import markdown_table, page_marker
 from . import limits
 from .formats import sniff
 from .model import ConversionError, Converted, Figure
@@ -202,7 +203,7 @@ def _convert(doc: pymupdf.Document, data: bytes, kind: str, ext: str) -> Convert
                 else f"![{name}](figures/{name}.png)"
             )
         body = "\n\n".join(part for part in (out.text, "\n".join(links)) if part)
-        chunks.append(f"<!-- page {number} -->\n" + (body + "\n" if body else ""))
+        chunks.append(page_marker(number) + "\n" + (body + "\n" if body else ""))
 
     if len(problems.unreadable) == doc.page_count:
         raise ConversionError(
@@ -631,18 +632,8 @@ def _table_markdown_of(table: pymupdf.table.Table) -> str:
         # table's caption or title, not column names: keep the rows as they are.
         names = [n for n in header.names if n and not re.fullmatch(r"Col\d+", n)]
         if len(names) <= 1:
-            return _rows_markdown(table.extract())
+            return markdown_table(table.extract())
     return table.to_markdown().strip()
-
-
-def _rows_markdown(rows: list[list[str | None]]) -> str:
-    def cell(value: str | None) -> str:
-        return (value or "").replace("|", "\\|").replace("\n", "<br>").strip()
-
-    lines = ["|" + "|".join(cell(v) for v in row) + "|" for row in rows]
-    if lines:
-        lines.insert(1, "|" + "---|" * len(rows[0]))
-    return "\n".join(lines)
 
 
 def _find_figures(

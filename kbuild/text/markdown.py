@@ -49,3 +49,21 @@ def visible_text(title: str) -> str:
             elif token.type in ("softbreak", "hardbreak"):
                 words.append(" ")
     return " ".join("".join(words).split())
+
+
+def markdown_table(rows: list[list[str | None]]) -> str:
+    """Rows of cells as a Markdown table, the first row its header: rows with no text left out,
+    short rows padded, "|" escaped and line breaks as <br> so that a cell stays in its column.
+    "" for a table with no text."""
+    def cell(value: str | None) -> str:
+        return " ".join((value or "").replace("|", "\\|").replace("\n", " <br> ").split()).replace(
+            " <br> ", "<br>")
+
+    cells = [[cell(v) for v in row] for row in rows]
+    cells = [row for row in cells if any(row)]
+    if not cells:
+        return ""
+    width = max(len(row) for row in cells)
+    lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in cells]
+    lines.insert(1, "|" + "---|" * width)
+    return "\n".join(lines)
