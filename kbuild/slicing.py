@@ -209,7 +209,6 @@ class _Cand(NamedTuple):
     rank: int  # hash of the text around the boundary
     j: int  # last content line before the cut
     k: int  # first content line after it
-    level: int  # tier of the heading at line k (1 top, 2 next, 3 deeper), 0 for none
 
 
 def _norm(text: str) -> str:
@@ -273,11 +272,10 @@ def _candidates(doc: _Doc) -> list[_Cand]:
         if in_heading[j] or (in_heading[k] and head is None):
             continue  # never end a chunk on a heading, nor cut through one
         if head is not None:
-            level = 1 if head[0] <= doc.top_level else 2 if head[0] == doc.top_level + 1 else 3
-            cls = _C_H1 - 1 + level
+            tier = 1 if head[0] <= doc.top_level else 2 if head[0] == doc.top_level + 1 else 3
+            cls = _C_H1 - 1 + tier
             key = "#" + head[2]
         else:
-            level = 0
             if had_blank:
                 if fence[j] and fence[k] and not doc.fence_close[j] and not doc.fence_open[k]:
                     cls = _C_SENT  # a blank line inside a code block
@@ -304,7 +302,7 @@ def _candidates(doc: _Doc) -> list[_Cand]:
             else:
                 key = _sentence_opening(doc, j_block, j)
         cut = cut_marker if cut_marker >= 0 else k
-        out.append(_Cand(doc.units[cut], cut, cls, _hash(key) if key else -1, j, k, level))
+        out.append(_Cand(doc.units[cut], cut, cls, _hash(key) if key else -1, j, k))
     return out
 
 
