@@ -318,6 +318,8 @@ def test_chunks_tile_the_text_and_respect_the_cap(doc, floor, ratio):
     check_cap(text, tags, chunks, cap)
     check_floor(chunks, floor, cap)
     assert slice_text(text, floor, cap) == chunks  # deterministic
+    names = fact_names(chunks, reserved={"index"})
+    assert len(set(names)) == len(names) and "index" not in names  # each fact its own file
 
 
 def check_cap(text: str, tags: list[str], chunks: list[Chunk], cap: int) -> None:
