@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 # "## Title ##": the marks, then the title (group 2), closing marks dropped.
 ATX_HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -29,6 +31,8 @@ def page_marker(number: int) -> str:
 
 @functools.cache
 def _inline_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # 20 ms to import: only when a heading has markup
+
     return MarkdownIt("commonmark")
 
 
