@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kbuild.search import index_lines, search, tokens  # noqa: E402
+from kbuild.search import index_lines, search  # noqa: E402
+from kbuild.text.ranking import tokens  # noqa: E402
 
 WORDS = ("ledger account balance transfer clearing settlement batch window audit record export report merchant "
          "refund payout reserve currency rate fee invoice schedule retry limit customer card daily").split()

@@ -24,10 +24,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kbuild.text.keywords import KEYWORD
+
 MARKUP = re.compile(r"(\*\*|__|\*|_|`|~~|^#+\s*|^>\s*)", re.M)
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NEGATION = re.compile(r"\b(not|no|never|none|nor|cannot|without|neither|n't)\b|n't\b", re.I)
-KEYWORD = re.compile(r"\b(MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED|OPTIONAL|NOT)\b")
 LINK = re.compile(r"\]\(([^)\s]+)")
 CODE = re.compile(r"``([^`]+)``|`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[a-z]+_[a-z0-9_]+|[a-z]+[A-Z]\w*)\b")
 QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”")

@@ -6,7 +6,6 @@ BM25 (rank-bm25) over stemmed words (snowballstemmer). Every lookup is logged in
 from __future__ import annotations
 
 import datetime
-import functools
 import json
 import os
 import posixpath
@@ -14,21 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import snowballstemmer
+from .text.ranking import rank
+from .text.tokens import estimate_tokens
 
-WORD = re.compile(r"[a-z0-9]+")
-STEM = snowballstemmer.stemmer("english")
 ENTRY = re.compile(r"^- \[([^\]]+)\]\(([^)]+)\)(.*)$")
-
-
-@functools.lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    return STEM.stemWord(word)  # pure Python and slow; a store's vocabulary is small, so memoise
-
-
-def tokens(text: str) -> list[str]:
-    """Words as BM25 compares them: stemmed, so "refund requests" finds "refunds requested"."""
-    return [_stem(w) for w in WORD.findall(text.lower())]
 
 
 @dataclass(frozen=True)
@@ -58,16 +46,9 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
 
 
 def search(store: Path, root: Path, query: str, project: str | None = None, limit: int = 5) -> list[Hit]:
-    from rank_bm25 import BM25Okapi
-
     rows = index_lines(store, root, project)
-    wanted = tokens(query)
-    if not rows or not wanted:
-        return []
-    scores = BM25Okapi([tokens(line) or ["_"] for _, _, line in rows]).get_scores(wanted)
-    ranked = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
-    return [Hit(round(float(scores[i]), 3), rows[i][1], rows[i][0], rows[i][2])
-            for i in ranked[:limit] if scores[i] > 0 and set(wanted) & set(tokens(rows[i][2]))]
+    ranked = rank([line for _, _, line in rows], query)
+    return [Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2]) for i, score in ranked[:limit]]
 
 
 def log_lookup(log: Path, query: str, project: str | None, hits: list[Hit]) -> None:
@@ -100,8 +81,6 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     sections ranked, kept whole until the budget is spent (the section that crosses it is the
     only overflow), the rest as their one-line summaries. Deterministic. Returns (kept, summarised,
     trace lines)."""
-    from .slicing import estimate_tokens
-
     hits = [h for h in search(store, root, question, project, candidates) if "/facts/" in h.page
             and not h.page.endswith("/index.md")]
     sections: dict[str, Section] = {}

@@ -14,7 +14,7 @@ from kbuild.checks.grounding import unsupported
 from kbuild.checks.secrets import redact
 from kbuild.engine import Problem, QueryFailed, Rule, rule
 from kbuild.model.offline import prose_sentences
-from kbuild.search import tokens
+from kbuild.text.ranking import tokens
 from kbuild.store.layout import link
 from kbuild.engine.hashing import hash_bytes
 from kbuild.store.sources import DEFAULT_VIEWS

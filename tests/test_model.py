@@ -19,7 +19,7 @@ KBUILDFILE = """
 from pathlib import Path
 from kbuild.rules import knowledge_base
 
-kb = knowledge_base(Path(__file__).parent, model={settings!r}, floor_tokens=40, cap_tokens=80)
+kb = knowledge_base(Path(__file__).parent, model={settings!r}, floor_tokens=15, cap_tokens=80)
 RULES = kb.rules
 targets = kb.targets
 before_build = kb.before_build

@@ -1,4 +1,4 @@
-"""Tests of kbuild.slicing: tiling, headings, pages, sentences, choose_end and,
+"""Tests of kbuild.slicing: tiling, sizes, headings, pages, sentences, fact names and,
 above all, stability of chunks under small edits."""
 from __future__ import annotations
 
@@ -7,21 +7,16 @@ import random
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbuild.slicing import (
-    Chunk,
-    chunk_texts,
-    estimate_tokens,
-    sentence_spans,
-    slice_text,
-    split_sentences,
-)
+from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
+from kbuild.text.sentences import sentence_spans, split_sentences
+from kbuild.text.tokens import estimate_tokens
 
 # --------------------------------------------------------------------------- helpers
 
@@ -321,7 +316,10 @@ def test_chunks_tile_the_text_and_respect_the_cap(doc, floor, ratio):
     chunks = slice_text(text, floor, cap)
     check_tiling(text, chunks)
     check_cap(text, tags, chunks, cap)
+    check_floor(chunks, floor, cap)
     assert slice_text(text, floor, cap) == chunks  # deterministic
+    names = fact_names(chunks, reserved={"index"})
+    assert len(set(names)) == len(names) and "index" not in names  # each fact its own file
 
 
 def check_cap(text: str, tags: list[str], chunks: list[Chunk], cap: int) -> None:
@@ -334,19 +332,15 @@ def check_cap(text: str, tags: list[str], chunks: list[Chunk], cap: int) -> None
             assert len(body) <= 1, (c, [lines[i][:40] for i in body])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(documents(), st.integers(5, 300), st.integers(1, 4), st.randoms(use_true_random=False))
-def test_tiling_with_a_chooser(doc, floor, ratio, rnd):
-    text, tags = doc
-    cap = floor * ratio
-
-    def choose(sentences: list[str]) -> int:
-        assert len(sentences) >= 2 and all(isinstance(s, str) for s in sentences)
-        return rnd.randrange(len(sentences))
-
-    chunks = slice_text(text, floor, cap, choose_end=choose)
-    check_tiling(text, chunks)
-    check_cap(text, tags, chunks, cap)
+def check_floor(chunks: list[Chunk], floor: int, cap: int) -> None:
+    """Below the floor only when the whole text is, or (a quarter short at most, unless lines are
+    long) where the cap forced a cut: joined to a neighbour, it would be over the cap."""
+    low = min(floor, cap // 2)
+    if len(chunks) < 2:
+        return
+    for i, c in enumerate(chunks):
+        neighbours = chunks[max(0, i - 1):i] + chunks[i + 1:i + 2]
+        assert c.tokens >= 0.75 * low - 1 or any(c.tokens + n.tokens > cap for n in neighbours), (c, low)
 
 
 @settings(max_examples=100, deadline=None)
@@ -358,9 +352,9 @@ def test_default_parameters_tile_too(doc):
 
 def test_small_inputs():
     assert slice_text("") == []
-    assert slice_text("\n") == [Chunk(1, 1, (), None, 1)]
-    assert slice_text("one line") == [Chunk(1, 1, (), None, 2)]
-    assert slice_text("a\nb\n") == [Chunk(1, 2, (), None, 1)]
+    assert slice_text("\n") == [Chunk(1, 1, (), None, 1, (), False)]
+    assert slice_text("one line") == [Chunk(1, 1, (), None, 2, (), False)]
+    assert slice_text("a\nb\n") == [Chunk(1, 2, (), None, 1, (), False)]
     with pytest.raises(ValueError):
         slice_text("x", 100, 50)
     with pytest.raises(ValueError):
@@ -461,17 +455,24 @@ def test_setext_headings():
     assert by_start["Part two"] == ("Title", "Part two")
 
 
-def test_top_level_sections_start_chunks_small_ones_join():
-    para = "This sentence is about lazy imports and their semantics. " * 10 + "\n\n"
-    text = ("# A\n\n" + para * 3 + "# B\n\n" + para * 3 + "# Tiny\n\nJust this.\n\n"
-            + "# C\n\n" + para * 3)
-    # sections of ~430 tokens with floor 1000: each still starts a chunk (>= floor/4)
-    chunks = slice_text(text, 1000, 2000)
+def test_small_sections_share_a_chunk_up_to_the_floor():
+    para = "This sentence is about lazy imports and their semantics. " * 10 + "\n\n"  # ~145 tokens
+    text = "".join(f"# Part {a}\n\n" + para + "".join(f"## Section {a}.{b}\n\n" + para for b in (1, 2, 3))
+                   for a in "ABCD")
+    chunks = slice_text(text, 500, 1000)
+    check_tiling(text, chunks)
+    assert all(c.tokens >= 500 for c in chunks)
+    # the sections a chunk holds are those of one parent, and it names each
     lines = lines_of(text)
-    starts = [lines[c.start - 1] for c in chunks]
-    assert starts[:2] == ["# A", "# B"]
-    assert "# Tiny" not in starts  # a section below floor/4 joins a neighbour
-    assert "# C" in starts or any(lines[c.start - 1] == "# Tiny" for c in chunks)
+    assert [lines[c.start - 1] for c in chunks] == ["# Part A", "# Part B", "# Part C", "# Part D"]
+    assert chunks[1].covers == ("Part B", "Section B.1", "Section B.2", "Section B.3")
+
+
+def test_a_fact_is_below_the_floor_only_when_its_whole_source_is():
+    text = "# Title\n\nIntro.\n\n## One\n\nFirst.\n\n## Two\n\nSecond.\n\n# Appendix\n\nLast.\n"
+    chunks = slice_text(text)
+    assert len(chunks) == 1
+    assert chunks[0].covers == ("Title", "One", "Two", "Appendix")
 
 
 def test_headings_inside_code_fences_are_not_headings():
@@ -517,51 +518,84 @@ def test_text_before_the_first_marker_is_on_the_first_page():
     assert slice_text(text)[0].pages == (3, 3)
 
 
-# --------------------------------------------------------------------------- choose_end
+# --------------------------------------------------------------------------- what a chunk covers and its name
+
+ANCHORED = Path(__file__).parent / "data" / "anchored-headings.md"
+
+
+def test_covers_lists_every_heading_a_chunk_holds():
+    text = ANCHORED.read_text()
+    [whole] = slice_text(text)  # smaller than the floor: one chunk
+    assert whole.covers == (
+        "Remote Authentication \u2014 Specification", "4.1 Tokens", "4.1.1 Token Format", "4.1.2 Token Lifetime",
+        "4.2 Retries", "4.2.1 Retry Limits for Remote Authentication of Service Accounts",
+        "4.2.2 Single\u2011Use Codes", "4.3 Errors & Messages")
+    # a chunk that starts inside a section covers that section first
+    body = "A sentence of the section. " * 40 + "\n\n"
+    text = "# One\n\n" + body * 6 + "# Two\n\n" + body
+    chunks = slice_text(text, 200, 400)
+    inside = [c for c in chunks if c.continued]
+    assert inside and all(c.covers[0] == "One" for c in inside[:-1])
+    assert inside[-1].covers in (("One",), ("One", "Two"))
+
+
+def test_an_html_anchor_heading_gives_a_clean_name():
+    text = ANCHORED.read_text()
+    chunks = slice_text(text, 15, 60)
+    names = fact_names(chunks)
+    assert len(chunks) >= 5 and len(set(names)) == len(names)
+    assert names[0] == "remote-authentication-specification"  # not "opening": a heading is in the span
+    assert "4-2-1-retry-limits-for-remote-authentication" in names
+    assert not any(n.startswith(("a-name", "opening")) or "mdash" in n for n in names), names
+    assert all(h == " ".join(h.split()) and "<" not in h and "&" not in h.replace(" & ", "")
+               for c in chunks for h in c.headings + c.covers)
+
+
+def test_a_name_is_cut_where_a_word_ends():
+    title = "Retry limits for remote authentication of service accounts and their tokens"
+    [name] = fact_names([Chunk(1, 3, (title,), None, 10, (title,), False, (2,))])
+    assert name == "retry-limits-for-remote-authentication"  # 48 characters would end in "of-se"
+    assert len(name) <= 48 and title.lower().replace(" ", "-").startswith(name + "-")
+
+
+def test_fact_names_number_a_section_s_chunks_and_tell_same_titles_apart():
+    chunks = [Chunk(1, 5, ("A",), None, 1, ("A", "B"), False, (1, 2)),
+              Chunk(6, 9, ("A", "B"), None, 1, ("B",), True, (2,)),
+              Chunk(10, 12, ("A", "B"), None, 1, ("B", "Examples"), True, (2, 3)),
+              Chunk(13, 15, ("C", "Examples"), None, 1, ("Examples",), False, (2,)),
+              Chunk(16, 16, ("D", "Examples"), None, 1, ("Examples",), False, (2,)),
+              Chunk(17, 17, ("C", "Index"), None, 1, ("Index",), False, (2,)),
+              Chunk(18, 19, ("C", "Index"), None, 1, ("Index",), True, (2,))]
+    assert fact_names(chunks, reserved={"index"}) == ["a", "b", "examples", "c-examples", "d-examples",
+                                                      "section-index", "section-index-2"]
+    assert fact_names([Chunk(1, 2, (), None, 1, (), False, ())] * 2) == ["opening", "opening-2"]
+
+
+def test_a_name_stays_when_a_boundary_moves_around_a_heading():
+    """A chunk that holds a top-level heading is named after it whether it starts at that heading,
+    a paragraph before it or inside a subsection before it: the name follows the heading."""
+    at = Chunk(10, 20, ("Spec", "Details"), None, 1, ("Details", "Rationale", "Why"), False, (2, 1, 2))
+    before = Chunk(8, 20, ("Spec", "Syntax", "Edge cases"), None, 1, ("Edge cases", "Details", "Rationale", "Why"),
+                   True, (3, 2, 1, 2))
+    assert fact_names([at]) == fact_names([before]) == ["rationale"]
+
+
+def test_editing_a_sentence_renames_no_fact():
+    rng = random.Random(5)
+    doc = Doc(rng, 300, headings=True)
+    before = doc.text()
+    paras = doc.paragraphs()
+    for kind in EDITS:
+        after = doc.edited(rng, paras[len(paras) // 2], 0, kind)
+        old, new = fact_names(slice_text(before, 500, 1000)), fact_names(slice_text(after, 500, 1000))
+        assert len(set(old) - set(new)) <= 1, (kind, set(old) ^ set(new))
+
+
+# --------------------------------------------------------------------------- stability
 
 def _prose(seed: int, paragraphs: int, headings: bool = False) -> str:
     return Doc(random.Random(seed), paragraphs, headings=headings).text()
 
-
-def test_choose_end_first_candidate():
-    text = _prose(3, 200)
-    calls: list[list[str]] = []
-
-    def first(sentences: list[str]) -> int:
-        calls.append(sentences)
-        return 0
-
-    chunks = slice_text(text, 500, 1000, choose_end=first)
-    check_tiling(text, chunks)
-    assert calls
-    flat = [" ".join(t.split()) for t in chunk_texts(text, chunks)]
-    for sentences in calls:
-        assert len(sentences) >= 2
-        assert all(s and s in " ".join(text.split()) for s in sentences)
-        # the chunk being grown ended at the first candidate offered
-        assert any(f.endswith(sentences[0]) for f in flat)
-    last = slice_text(text, 500, 1000, choose_end=lambda s: len(s) - 1)
-    assert len(last) < len(chunks)  # choosing the last candidate makes fewer, bigger chunks
-    for c in chunks + last:
-        assert c.tokens <= 1000
-
-
-def test_choose_end_bad_index():
-    text = _prose(4, 100)
-    with pytest.raises(ValueError):
-        slice_text(text, 300, 600, choose_end=lambda s: len(s))
-
-
-def test_choose_end_keeps_headings_as_boundaries():
-    body = "A sentence about the topic. " * 30 + "\n\n"
-    text = "# One\n\n" + body * 4 + "# Two\n\n" + body * 4
-    chunks = slice_text(text, 200, 400, choose_end=lambda s: 0)
-    check_tiling(text, chunks)
-    lines = lines_of(text)
-    assert "# Two" in [lines[c.start - 1] for c in chunks]
-
-
-# --------------------------------------------------------------------------- stability
 
 def test_stability_many_edits_default_floor_and_cap():
     """One-sentence edits in the middle of long documents (>= 30 chunks at the
@@ -716,16 +750,3 @@ def test_independent_of_hash_seed():
                                 text=True, env=env, check=True).stdout)
     assert len(outs) == 1
     assert outs.pop().strip() == str([(c.start, c.end) for c in slice_text(text, 300, 600)])
-
-
-def test_a_megabyte_is_fast():
-    text = _prose(8, 2300, headings=True)
-    assert len(text) >= 1_000_000
-    best = min(_timed(text) for _ in range(2))
-    assert best < 2.0, f"{best:.2f}s for {len(text)} characters"
-
-
-def _timed(text: str) -> float:
-    t0 = time.perf_counter()
-    slice_text(text)
-    return time.perf_counter() - t0

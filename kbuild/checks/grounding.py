@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from kbuild.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
 from kbuild.model.offline import MD_LINK, STOPWORDS
-from kbuild.search import tokens
-from kbuild.slicing import split_sentences
+from kbuild.text.keywords import KEYWORD
+from kbuild.text.markdown import ATX_MARK as HEADING
+from kbuild.text.ranking import tokens
+from kbuild.text.sentences import split_sentences
 
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
-KEYWORD = re.compile(r"\b(MUST NOT|SHALL NOT|SHOULD NOT|MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED|OPTIONAL)\b")
 # Words that turn a statement's force or truth: a rewrite that adds, drops or swaps one says
 # something else, even with every other word the source's
 FORCE = frozenset(tokens(
@@ -85,7 +86,6 @@ def _content(text: str) -> set[str]:
     return {t for t in tokens(text) if t not in STOPWORDS and not t.isdigit()}
 
 
-HEADING = re.compile(r"^#{1,6}\s+", re.M)
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 
 

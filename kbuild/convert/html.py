@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
+from ..text.markdown import markdown_table
 from .model import Converted
 from .text import decode
 
@@ -145,7 +146,7 @@ class _ToMarkdown(HTMLParser):
             self._close_cell()
             table = self.tables.pop()
             self.inline = self.tables[-1].cell if self.tables and self.tables[-1].cell is not None else []
-            markdown = _table_markdown(table)
+            markdown = markdown_table(table.rows)
             if markdown:
                 if self.tables and self.tables[-1].cell is not None:
                     self.inline.append(" ".join(" ".join(r) for r in table.rows))  # nested: flatten
@@ -199,7 +200,7 @@ class _ToMarkdown(HTMLParser):
         if parts is None:
             return
         text = _SPACE.sub(" ", "".join(parts).replace("\x00", " ")).strip()
-        table.rows[-1].append(text.replace("|", "\\|"))
+        table.rows[-1].append(text)
         table.cell = None
         self.inline = []
 
@@ -260,17 +261,6 @@ class _ToMarkdown(HTMLParser):
             parts.append(markdown)
             previous_tight, previous_quote = tight, quote
         return "".join(parts).strip("\n")
-
-
-def _table_markdown(table: _Table) -> str:
-    rows = [r for r in table.rows if any(cell for cell in r)]
-    if not rows:
-        return ""
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    return "\n".join(lines)
 
 
 def html_to_markdown(html: str) -> str:

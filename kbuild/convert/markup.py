@@ -12,12 +12,13 @@ import html
 import re
 from collections.abc import Callable
 
+from ..text.markdown import FENCE
+
 # Ligatures and the like: compatibility characters whose NFKC form is the plain letters. NFKC
 # over the whole text would also turn ² into 2 and ½ into 1⁄2, which changes what a text says.
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                            "\ufb05": "st", "\ufb06": "st"})
 
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 EMPTY_ANCHOR = re.compile(r"<a\s+(?:name|id)\s*=\s*[\"'][^\"']*[\"']\s*(?:/>|>\s*</a\s*>)", re.I)
 LINK = re.compile(r"<a\s+[^>]*?href\s*=\s*[\"']([^\"']*)[\"'][^>]*>(.*?)</a\s*>", re.I)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
+from ..text.markdown import markdown_table
+
 # find_tables() prints an advert for an optional package once per process.
 if hasattr(pymupdf, "no_recommend_layout"):
     pymupdf.no_recommend_layout()
@@ -289,18 +291,8 @@ def _table_markdown_of(table: pymupdf.table.Table) -> str:
         # table's caption or title, not column names: keep the rows as they are.
         names = [n for n in header.names if n and not re.fullmatch(r"Col\d+", n)]
         if len(names) <= 1:
-            return _rows_markdown(table.extract())
+            return markdown_table(table.extract())
     return table.to_markdown().strip()
-
-
-def _rows_markdown(rows: list[list[str | None]]) -> str:
-    def cell(value: str | None) -> str:
-        return (value or "").replace("|", "\\|").replace("\n", "<br>").strip()
-
-    lines = ["|" + "|".join(cell(v) for v in row) + "|" for row in rows]
-    if lines:
-        lines.insert(1, "|" + "---|" * len(rows[0]))
-    return "\n".join(lines)
 
 
 def _find_figures(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 
 import pymupdf
 
+from ..text.markdown import page_marker
 from . import limits
 from .formats import sniff
 from .model import ConversionError, Converted, Figure
@@ -145,7 +146,7 @@ def _convert(doc: pymupdf.Document, data: bytes, kind: str, ext: str) -> Convert
                 else f"![{name}](figures/{name}.png)"
             )
         body = "\n\n".join(part for part in (out.text, "\n".join(links)) if part)
-        chunks.append(f"<!-- page {number} -->\n" + (body + "\n" if body else ""))
+        chunks.append(page_marker(number) + "\n" + (body + "\n" if body else ""))
 
     if len(problems.unreadable) == doc.page_count:
         raise ConversionError(

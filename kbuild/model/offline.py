@@ -12,8 +12,10 @@ import re
 import sys
 from collections import Counter
 
-from .. import slicing
-from ..slicing import split_sentences
+from ..text import keywords, markdown, sentences
+from ..text.keywords import KEYWORD
+from ..text.markdown import ATX_MARK as MD_HEADING, LIST_ITEM, PAGE_MARKER, UNDERLINE as RST_UNDERLINE
+from ..text.sentences import split_sentences
 
 NAME = "offline"
 LABEL = "extractive (offline backend)"
@@ -28,9 +30,6 @@ STOPWORDS = frozenset(
     will with would you your yours one two may might""".split()
 )
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]+")
-PAGE_MARKER = re.compile(r"^<!-- page \d+ -->$")
-RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
-MD_HEADING = re.compile(r"^#{1,6}\s+")
 DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::.*$")
 RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
 MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")  # a target has no spaces: `f[T](x: T)` is code
@@ -48,8 +47,6 @@ FIELD = re.compile(r"^[A-Z][\w-]*(?: [\w-]+)?:\s+\S")  # "Author: ...", a header
 # Sections that list where things come from rather than say anything: not prose for a summary or a view
 REFERENCE_HEADING = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(references?|bibliography|footnotes?|citations?|"
                                r"works cited|further reading|see also|links|copyright)\W*$", re.I)
-LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
-LIST_MARK = re.compile(r"^([-*+]|\d+[.)])\s+")
 
 
 def _inline(line: str) -> str:
@@ -179,7 +176,7 @@ def prose_sentences(span: str) -> list[str]:
     """Whole statements of a span's prose: no list markers, no lead-ins to a block that is not there.
 
     What views select from and cite: a view's statement is one of these, word for word."""
-    found = (LIST_MARK.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
+    found = (LIST_ITEM.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
     return [s for s in found if not s.endswith(":")]
 
 
@@ -238,7 +235,7 @@ CUES = {
                              r"alternative\w*|objection\w*|consensus)\b|\?", re.I),
 }
 PER_SECTION = {"digest": 4, "user": 8, "developer": 8, "agreements": 8, "requested": 8}
-NORMATIVE = re.compile(r"\b(MUST|SHALL|SHOULD|MAY|REQUIRED|RECOMMENDED)\b|\b(must|shall|required)\b")
+NORMATIVE = re.compile(KEYWORD.pattern + r"|\b(must|shall|required)\b")
 
 
 def select_statements(kind: str, facts: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -287,7 +284,7 @@ class OfflineBackend:
     @property
     def code(self) -> tuple[object, ...]:
         """What decides this backend's answers: part of the fingerprint of every rule that asks."""
-        return (sys.modules[__name__], slicing)
+        return (sys.modules[__name__], keywords, markdown, sentences)
 
     async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
                          previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:

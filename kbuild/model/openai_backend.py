@@ -29,7 +29,7 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..engine import Problem
-from ..slicing import estimate_tokens
+from ..text.tokens import estimate_tokens
 from .calllog import CallLog
 from .settings import ModelSettings
 
@@ -326,7 +326,7 @@ class OpenAIBackend:
     async def _send(self, ctx: Any, call: _Call, check: Callable[[Any], list[str]] | None) -> dict[str, Any]:
         """One call to the server, then validation: only a valid reply leaves here (to the cache)."""
         s = self.settings
-        estimate = sum(len(json.dumps(m["content"])) for m in call.messages) // 4 + call.max_tokens
+        estimate = sum(estimate_tokens(json.dumps(m["content"])) for m in call.messages) + call.max_tokens
         if self._requests:
             await self._requests.acquire()
         if self._tokens:
