@@ -24,6 +24,9 @@ ASKING = frozenset("""rule rules guideline guidelines guidance recommendation re
     requirements check checks checking advice convention conventions practice practices regarding concerning
     how what which kind kinds way ways thing things aspect aspects detail details topic view""".split())
 WORD = re.compile(r"[a-z0-9]+")
+# reST directives whose body is code, whatever follows the "::" (clean() reads only a bare "::")
+CODE_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:code-block|code|sourcecode|highlight|doctest|productionlist|"
+                            r"literalinclude|testcode|testoutput)::")
 COVERAGE = 0.67  # the share of the request's weight a sentence and its headings must hold
 PHRASE_COVERAGE = 0.4  # ... or this much, with two of its words side by side as the request has them
 TITLE_WEIGHT = 0.5  # a word only in the source's title counts half: the title is over every sentence
@@ -64,8 +67,17 @@ def _parts(span: str) -> list[tuple[str | None, str]]:
     lines = span.splitlines()
     fenced = False
     skip = -1
+    code_indent = -1  # inside a reST code directive: the directive's own indent
     for i, line in enumerate(lines):
         stripped = line.strip()
+        if code_indent >= 0:
+            if not stripped or len(line) - len(line.lstrip()) > code_indent:
+                continue
+            code_indent = -1
+        if CODE_DIRECTIVE.match(line):
+            code_indent = len(line) - len(line.lstrip())
+            parts[-1][1].extend(["", "```", "```", ""])  # code stood here: a colon before it introduced it
+            continue
         following = lines[i + 1].strip() if i + 1 < len(lines) else ""
         if i == skip:
             continue  # a reST title's underline
@@ -100,7 +112,7 @@ def passages(span: str, headings: Sequence[str]) -> list[Passage]:
         carried = False  # ... and a list item after it has taken its words
 
         def close() -> None:
-            if lead_in and not carried and _words(lead_in) >= 2:
+            if lead_in and not carried and _words(lead_in) >= 5:  # not "Correct:", "Don't do this:"
                 found.append(Passage(lead_in.removeprefix("- ")[:-1].rstrip() + ".", where))
 
         for paragraph in clean(body).split("\n\n"):
