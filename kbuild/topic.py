@@ -27,9 +27,14 @@ WORD = re.compile(r"[a-z0-9]+")
 # reST directives whose body is code, whatever follows the "::" (clean() reads only a bare "::")
 CODE_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:code-block|code|sourcecode|highlight|doctest|productionlist|"
                             r"literalinclude|testcode|testoutput)::")
+# what a page's check refuses as markup (rules/guard.py MARKUP): "<mode>", "f[T](x)" read as HTML or a link
+LOOKS_LIKE_MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(", re.I)
 COVERAGE = 0.67  # the share of the request's weight a sentence and its headings must hold
 PHRASE_COVERAGE = 0.4  # ... or this much, with two of its words side by side as the request has them
 TITLE_WEIGHT = 0.5  # a word only in the source's title counts half: the title is over every sentence
+HEADING_BONUS = 0.5  # what the share of the request a sentence's headings name adds to its score
+PARAGRAPH_SHARE = 0.9  # a sentence that speaks only through its paragraph ranks below one that speaks itself
+BELOW_BEST = 0.25  # how far below the project's best coverage a sentence may stand
 PER_SOURCE = 24  # sentences per source at most, the best first
 
 
@@ -38,6 +43,7 @@ class Passage:
     """One sentence of a fact as a view would state it, with the headings it sits under."""
     text: str
     headings: tuple[str, ...]  # the source's title first, then each heading down to the sentence
+    paragraph: int = 0  # which paragraph (or list item) of its fact: sentences after the first lean on it
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,25 @@ def _words(sentence: str) -> int:
     return len(WORD.findall(sentence.lower()))
 
 
+def _paragraphs(body: str) -> list[tuple[int, str]]:
+    """The cleaned paragraphs of a part, each with the number of the block it belongs to: a
+    top-level paragraph, or a list item with the paragraphs indented under it, which go on
+    about what the item says."""
+    blocks: list[list[str]] = [[]]
+    fenced = False
+    previous = ""
+    for line in body.splitlines():
+        if line.strip().startswith(("```", "~~~")):
+            fenced = not fenced
+        starts = line[:1].strip() and (not previous.strip() or LIST_MARK.match(line))
+        if starts and not fenced and blocks[-1]:
+            blocks.append([])
+        blocks[-1].append(line)
+        previous = line
+    return [(n, paragraph) for n, block in enumerate(blocks)
+            for paragraph in clean("\n".join(block)).split("\n\n") if paragraph]
+
+
 def passages(span: str, headings: Sequence[str]) -> list[Passage]:
     """The prose sentences of a fact's span, each with the headings it sits under (the chunk's
     own, then the last heading inside the span above it). A list item carries its lead-in's words
@@ -106,6 +131,7 @@ def passages(span: str, headings: Sequence[str]) -> list[Passage]:
     should usually be on separate lines."), as it is often the rule the code shows. No code,
     tables or markup."""
     found: list[Passage] = []
+    paragraphs = 0
     for heading, body in _parts(span):
         where = tuple(headings) + ((heading,) if heading and heading not in headings else ())
         lead_in: str | None = None  # the last sentence of a paragraph, when it ends in a colon
@@ -113,9 +139,9 @@ def passages(span: str, headings: Sequence[str]) -> list[Passage]:
 
         def close() -> None:
             if lead_in and not carried and _words(lead_in) >= 5:  # not "Correct:", "Don't do this:"
-                found.append(Passage(lead_in.removeprefix("- ")[:-1].rstrip() + ".", where))
+                found.append(Passage(lead_in.removeprefix("- ")[:-1].rstrip() + ".", where, paragraphs))
 
-        for paragraph in clean(body).split("\n\n"):
+        for group, paragraph in _paragraphs(body):
             if "\n" in paragraph or paragraph[:1].isspace() or paragraph.startswith(("```", "~~~", "|")):
                 close()  # code, a literal block or a table: what the colon introduced
                 lead_in = None
@@ -130,11 +156,13 @@ def passages(span: str, headings: Sequence[str]) -> list[Passage]:
             else:
                 close()
                 lead_in, carried = None, False
-            found += [Passage(s, where) for s in sentences if not s.endswith(":") and _words(s) >= 2]
+            found += [Passage(s, where, paragraphs + group) for s in sentences
+                      if not s.endswith(":") and _words(s) >= 2 and not LOOKS_LIKE_MARKUP.search(s)]
             if sentences[-1].endswith(":"):
                 # an item's own colon introduces its code, not the items after it
                 lead_in, carried = (("- " if item else "") + sentences[-1]), False
         close()
+        paragraphs += len(body.splitlines()) + 1
     return found
 
 
@@ -144,49 +172,79 @@ def content_terms(text: str) -> list[str]:
     return tokens(" ".join(words))
 
 
-def _adjacent_pairs(terms: Sequence[str]) -> set[tuple[str, str]]:
-    return set(zip(terms, terms[1:]))
+def phrases(text: str) -> set[tuple[str, str]]:
+    """Two stemmed words side by side, one of them at least naming something: "with blocks" is a
+    phrase of a request about lazy imports in `with` blocks, though "with" alone is a stop word."""
+    words = WORD.findall(text.lower())
+    stems = tokens(" ".join(words))
+    return {(stems[i], stems[i + 1]) for i in range(len(words) - 1)
+            if not ({words[i], words[i + 1]} <= STOPWORDS) and not ({words[i], words[i + 1]} & ASKING)}
 
 
 def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOURCE) -> list[Hit]:
-    """The candidates that speak to `about`, best first, at most `per_source` per section.
+    """The candidates that speak to `about`, in candidate order, at most `per_source` (the best)
+    per section.
 
     A word's weight is its inverse document frequency over all candidates (a word no candidate
     has weighs most, so a request about something absent cannot be met by its common words).
-    A candidate's coverage is the share of the request's weight its words and headings hold."""
+    A candidate's coverage is the share of the request's weight that it and its headings hold;
+    a sentence that goes on from its paragraph's first ("It improves readability.") has that
+    paragraph's coverage. A candidate speaks to the request when its coverage is high enough,
+    and not far below the best of the whole project: what the project says most directly sets
+    the bar for the rest."""
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
-    texts = [content_terms(c.passage.text) for c in candidates]
-    frequency = Counter(t for terms in texts for t in set(terms))
-    total = len(candidates)
-    weight = {t: math.log((total + 1) / (frequency[t] + 0.5)) for t in wanted}
-    whole = sum(weight.values())
-    pairs = _adjacent_pairs(wanted)
-    heading_terms: dict[tuple[str, ...], tuple[set[str], set[str], set[tuple[str, str]]]] = {}
-    hits: list[Hit] = []
+    texts = [set(content_terms(c.passage.text)) for c in candidates]
+    # a word's weight in the source it stands in: "TypeForm" in the PEP that defines it says little
+    frequency: dict[str, Counter[str]] = {}
+    sizes: Counter[str] = Counter()
     for candidate, terms in zip(candidates, texts):
+        frequency.setdefault(candidate.section, Counter()).update(t for t in terms if t in wanted)
+        sizes[candidate.section] += 1
+    weights = {section: {t: math.log((sizes[section] + 1) / (found[t] + 0.5)) for t in wanted}
+               for section, found in frequency.items()}
+    pairs = phrases(about)
+    heading_terms: dict[tuple[str, ...], tuple[set[str], set[str], set[tuple[str, str]]]] = {}
+
+    def coverage(own: set[str], where: tuple[str, ...], weight: dict[str, float]) -> float:
+        title, sections, _ = heading_terms[where]
+        return sum(weight[t] * (1.0 if t in own or t in sections else TITLE_WEIGHT if t in title else 0.0)
+                   for t in wanted) / (sum(weight.values()) or 1.0)
+
+    own_score: dict[int, float] = {}
+    for n, (candidate, own) in enumerate(zip(candidates, texts)):
         where = candidate.passage.headings
         if where not in heading_terms:
-            title = set(content_terms(where[0])) if where else set()
             below = [content_terms(h) for h in where[1:]]
-            heading_terms[where] = (title, {t for h in below for t in h},
-                                    {p for h in below for p in _adjacent_pairs(h)})
-        title, sections, heading_pairs = heading_terms[where]
-        own = set(terms)
-        held = sum(weight[t] * (1.0 if t in own or t in sections else TITLE_WEIGHT if t in title else 0.0)
-                   for t in wanted)
-        coverage = held / whole if whole else 0.0
-        said_here = sum(weight[t] for t in wanted if t in own or t in sections)
-        phrase = bool(pairs & (_adjacent_pairs(terms) | heading_pairs))
-        if said_here and (coverage >= COVERAGE or (phrase and coverage >= PHRASE_COVERAGE)):
-            # ties go to the sentence whose own words hold more of the request
-            score = coverage + 0.5 * sum(weight[t] for t in wanted if t in own) / whole
-            hits.append(Hit(candidate.section, candidate.ref, candidate.passage.text, round(score, 4)))
-    best: list[Hit] = []
+            heading_terms[where] = (set(content_terms(where[0])) if where else set(), {t for h in below for t in h},
+                                    {p for h in where[1:] for p in phrases(h)})
+        _, sections, heading_pairs = heading_terms[where]
+        if not any(t in own or t in sections for t in wanted):
+            continue  # the title alone is over every sentence of its source
+        weight = weights[candidate.section]
+        alone = coverage(own, where, weight)
+        phrase = bool(pairs & (phrases(candidate.passage.text) | heading_pairs))
+        # a sentence under a heading named for the subject speaks to it more than one naming it in passing
+        named = sum(weight[t] for t in wanted if t in sections) / (sum(weight.values()) or 1.0)
+        if alone >= COVERAGE or (phrase and alone >= PHRASE_COVERAGE):
+            own_score[n] = alone + HEADING_BONUS * named
+    # the rest of a paragraph (or list item) goes on about what its best sentence said
+    leading: dict[tuple[str, int], float] = {}
+    for n, score in own_score.items():
+        key = (candidates[n].ref, candidates[n].passage.paragraph)
+        leading[key] = max(leading.get(key, 0.0), score)
+    scored = [(max(own_score.get(n, 0.0), PARAGRAPH_SHARE * leading.get((c.ref, c.passage.paragraph), 0.0)), n)
+              for n, c in enumerate(candidates) if n in own_score or (c.ref, c.passage.paragraph) in leading]
+    if not scored:
+        return []
+    bar = max(score for score, _ in scored) - BELOW_BEST
     taken: Counter[str] = Counter()
-    for hit in sorted(hits, key=lambda h: -h.score):
-        if taken[hit.section] < per_source:
-            taken[hit.section] += 1
-            best.append(hit)
-    return best
+    kept: list[int] = []
+    for score, n in sorted(scored, key=lambda sn: (-sn[0], sn[1])):
+        if score >= bar and taken[candidates[n].section] < per_source:
+            taken[candidates[n].section] += 1
+            kept.append(n)
+    score_of = {n: score for score, n in scored}
+    return [Hit(candidates[n].section, candidates[n].ref, candidates[n].passage.text, round(score_of[n], 4))
+            for n in sorted(kept)]

@@ -88,7 +88,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
     def specs_dir(project: str) -> str:
         return f"{store.project(project)}/artifacts/specs"
 
-    @rule(version=3, uses=("kbuild.topic",))
+    @rule(version=4, uses=("kbuild.topic",))
     async def fact_sentences(ctx, project, source, group):
         """The prose sentences of each fact of one group of a source, with the headings each sits
         under, which views on request rank, select and cite."""
@@ -100,7 +100,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         section = found["groups"][group]["section"]
         return {"title": found["title"] if section == found["title"] else f"{found['title']} › {section}",
                 "facts": [{"ref": f"{source}/{slug}", "passages": [
-                    {"text": p.text, "headings": list(p.headings)}
+                    {"text": p.text, "headings": list(p.headings), "paragraph": p.paragraph}
                     for p in passages(t["text"], [found["title"], *(h for h in t["headings"] if h != found["title"])])]}
                     for slug, t in zip(slugs, texts)]}
 
@@ -189,7 +189,7 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                   for n in range(len(o["groups"]))]
         found = complete(ctx, await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups],
                                                   return_failures=True))
-        candidates = [Candidate(f"{p}/{s}", f["ref"], Passage(x["text"], tuple(x["headings"])))
+        candidates = [Candidate(f"{p}/{s}", f["ref"], Passage(x["text"], tuple(x["headings"]), x["paragraph"]))
                       for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                       for f in doc["facts"] for x in f["passages"]]
         hits: dict[str, list[dict[str, Any]]] = {}
