@@ -29,6 +29,10 @@ CODE_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:code-block|code|sourcecode|highlight
                             r"literalinclude|testcode|testoutput)::")
 # what a page's check refuses as markup (rules/guard.py MARKUP): "<mode>", "f[T](x)" read as HTML or a link
 LOOKS_LIKE_MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(", re.I)
+# A number with its unit ("within 90 days", "79 characters") is what a request for a limit asks for
+QUANTITY = re.compile(r"\b\d[\d,.]*\s*(?:%|[a-z]{2,})", re.I)
+MEASURES = frozenset(tokens("limit limits maximum minimum time timeout deadline period duration length size "
+                            "count number amount threshold expiry"))
 COVERAGE = 0.67  # the share of the request's weight a sentence and its headings must hold
 PHRASE_COVERAGE = 0.4  # ... or this much, with two of its words side by side as the request has them
 TITLE_WEIGHT = 0.5  # a word only in the source's title counts half: the title is over every sentence
@@ -177,8 +181,10 @@ def phrases(text: str) -> set[tuple[str, str]]:
     phrase of a request about lazy imports in `with` blocks, though "with" alone is a stop word."""
     words = WORD.findall(text.lower())
     stems = tokens(" ".join(words))
+    named = content_terms(text)
     return {(stems[i], stems[i + 1]) for i in range(len(words) - 1)
-            if not ({words[i], words[i + 1]} <= STOPWORDS) and not ({words[i], words[i + 1]} & ASKING)}
+            if not ({words[i], words[i + 1]} <= STOPWORDS) and not ({words[i], words[i + 1]} & ASKING)
+            } | set(zip(named, named[1:]))
 
 
 def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOURCE) -> list[Hit]:
@@ -195,7 +201,8 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
-    texts = [set(content_terms(c.passage.text)) for c in candidates]
+    texts = [set(content_terms(c.passage.text)) | (MEASURES if QUANTITY.search(c.passage.text) else set())
+             for c in candidates]
     # a word's weight in the source it stands in: "TypeForm" in the PEP that defines it says little
     frequency: dict[str, Counter[str]] = {}
     sizes: Counter[str] = Counter()
@@ -213,6 +220,7 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
                    for t in wanted) / (sum(weight.values()) or 1.0)
 
     own_score: dict[int, float] = {}
+    bonus: dict[int, float] = {}
     for n, (candidate, own) in enumerate(zip(candidates, texts)):
         where = candidate.passage.headings
         if where not in heading_terms:
@@ -228,20 +236,26 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
         # a sentence under a heading named for the subject speaks to it more than one naming it in passing
         named = sum(weight[t] for t in wanted if t in sections) / (sum(weight.values()) or 1.0)
         if alone >= COVERAGE or (phrase and alone >= PHRASE_COVERAGE):
-            own_score[n] = alone + HEADING_BONUS * named
-    # the rest of a paragraph (or list item) goes on about what its best sentence said
-    leading: dict[tuple[str, int], float] = {}
-    for n, score in own_score.items():
-        key = (candidates[n].ref, candidates[n].passage.paragraph)
-        leading[key] = max(leading.get(key, 0.0), score)
-    scored = [(max(own_score.get(n, 0.0), PARAGRAPH_SHARE * leading.get((c.ref, c.passage.paragraph), 0.0)), n)
-              for n, c in enumerate(candidates) if n in own_score or (c.ref, c.passage.paragraph) in leading]
+            own_score[n] = alone
+            bonus[n] = HEADING_BONUS * named
+    # the sentences after one that speaks to the subject, in its paragraph or list item, go on
+    # about it ("It improves readability."), less surely the further they are
+    scored: list[tuple[float, int]] = []
+    carried, block = 0.0, None
+    for n, candidate in enumerate(candidates):
+        here = (candidate.ref, candidate.passage.paragraph)
+        carried = PARAGRAPH_SHARE * carried if here == block else 0.0
+        block = here
+        score = max(own_score.get(n, 0.0), carried)
+        carried = score
+        if score:
+            scored.append((score, n))
     if not scored:
         return []
     bar = max(score for score, _ in scored) - BELOW_BEST
     taken: Counter[str] = Counter()
     kept: list[int] = []
-    for score, n in sorted(scored, key=lambda sn: (-sn[0], sn[1])):
+    for score, n in sorted(scored, key=lambda sn: (-sn[0] - bonus.get(sn[1], 0.0), sn[1])):
         if score >= bar and taken[candidates[n].section] < per_source:
             taken[candidates[n].section] += 1
             kept.append(n)

@@ -40,6 +40,10 @@ The API accepts JSON over HTTPS. Every request carries a key that identifies the
 ## Errors
 
 A request with an unknown key returns status 401. A request over the rate limit returns status 429.
+
+## Refunds
+
+A refund request made through the API is answered within 2 days.
 """
 
 
