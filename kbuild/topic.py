@@ -19,11 +19,15 @@ from kbuild.requirements import with_lead_in
 from kbuild.search import tokens
 from kbuild.slicing import split_sentences
 
-# Words a request uses to ask, not to name its subject: "the rules about imports" is about imports.
+# Words a request uses to ask, not to name its subject: "the rules about imports" is about imports;
+# and prepositions the stop words lack: "imports inside with blocks" is about imports and with blocks.
 ASKING = frozenset("""rule rules guideline guidelines guidance recommendation recommendations requirement
     requirements check checks checking advice convention conventions practice practices regarding concerning
-    how what which kind kinds way ways thing things aspect aspects detail details topic view""".split())
+    how what which kind kinds way ways thing things aspect aspects detail details topic view
+    inside within across along among around via per onto toward towards beside besides beyond""".split())
 WORD = re.compile(r"[a-z0-9]+")
+# words that join any two others: "tabs or spaces", "assignability of TypeForm" make no phrase of them
+GLUE = frozenset("a an the of and or to for in on at by as is are be".split())
 # reST directives whose body is code, whatever follows the "::" (clean() reads only a bare "::")
 CODE_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:code-block|code|sourcecode|highlight|doctest|productionlist|"
                             r"literalinclude|testcode|testoutput)::")
@@ -33,12 +37,13 @@ LOOKS_LIKE_MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(", re.I)
 QUANTITY = re.compile(r"\b\d[\d,.]*\s*(?:%|[a-z]{2,})", re.I)
 MEASURES = frozenset(tokens("limit limits maximum minimum time timeout deadline period duration length size "
                             "count number amount threshold expiry"))
+PHRASE_WEIGHT = 0.5  # a phrase of the request weighs this much of a word as rare
 COVERAGE = 0.67  # the share of the request's weight a sentence and its headings must hold
 PHRASE_COVERAGE = 0.4  # ... or this much, with two of its words side by side as the request has them
 TITLE_WEIGHT = 0.5  # a word only in the source's title counts half: the title is over every sentence
 HEADING_BONUS = 0.5  # what the share of the request a sentence's headings name adds to its score
 PARAGRAPH_SHARE = 0.9  # a sentence that speaks only through its paragraph ranks below one that speaks itself
-BELOW_BEST = 0.25  # how far below the project's best coverage a sentence may stand
+BELOW_BEST = 0.4  # how far below the project's best coverage a sentence may stand
 PER_SOURCE = 24  # sentences per source at most, the best first
 
 
@@ -183,8 +188,8 @@ def phrases(text: str) -> set[tuple[str, str]]:
     stems = tokens(" ".join(words))
     named = content_terms(text)
     return {(stems[i], stems[i + 1]) for i in range(len(words) - 1)
-            if not ({words[i], words[i + 1]} <= STOPWORDS) and not ({words[i], words[i + 1]} & ASKING)
-            } | set(zip(named, named[1:]))
+            if not ({words[i], words[i + 1]} & GLUE) and not ({words[i], words[i + 1]} <= STOPWORDS)
+            and not ({words[i], words[i + 1]} & ASKING)} | set(zip(named, named[1:]))
 
 
 def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOURCE) -> list[Hit]:
@@ -201,40 +206,48 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
+    pairs = phrases(about)
+    said = [phrases(c.passage.text) & pairs for c in candidates]
+    heading_terms: dict[tuple[str, ...], tuple[set[str], set[str]]] = {}
+    for c in candidates:
+        where = c.passage.headings
+        if where not in heading_terms:
+            title = set(content_terms(where[0])) | {" ".join(p) for p in phrases(where[0]) & pairs} if where else set()
+            below = {t for h in where[1:] for t in content_terms(h)} | {" ".join(p) for h in where[1:]
+                                                                         for p in phrases(h) & pairs}
+            heading_terms[where] = (title, below)
+    # a phrase of the request that the project has ("with blocks") counts as one more word of it
+    present = {" ".join(p) for p in pairs if any(p in found for found in said)
+               or any(" ".join(p) in below for _, below in heading_terms.values())}
+    keys = wanted + sorted(present)
     texts = [set(content_terms(c.passage.text)) | (MEASURES if QUANTITY.search(c.passage.text) else set())
-             for c in candidates]
+             | {" ".join(p) for p in found} for c, found in zip(candidates, said)]
     # a word's weight in the source it stands in: "TypeForm" in the PEP that defines it says little
     frequency: dict[str, Counter[str]] = {}
     sizes: Counter[str] = Counter()
     for candidate, terms in zip(candidates, texts):
-        frequency.setdefault(candidate.section, Counter()).update(t for t in terms if t in wanted)
+        frequency.setdefault(candidate.section, Counter()).update(t for t in terms if t in keys)
         sizes[candidate.section] += 1
-    weights = {section: {t: math.log((sizes[section] + 1) / (found[t] + 0.5)) for t in wanted}
-               for section, found in frequency.items()}
-    pairs = phrases(about)
-    heading_terms: dict[tuple[str, ...], tuple[set[str], set[str], set[tuple[str, str]]]] = {}
+    weights = {section: {t: math.log((sizes[section] + 1) / (found[t] + 0.5)) * (PHRASE_WEIGHT if t in present else 1.0)
+                         for t in keys} for section, found in frequency.items()}
 
     def coverage(own: set[str], where: tuple[str, ...], weight: dict[str, float]) -> float:
-        title, sections, _ = heading_terms[where]
+        title, sections = heading_terms[where]
         return sum(weight[t] * (1.0 if t in own or t in sections else TITLE_WEIGHT if t in title else 0.0)
-                   for t in wanted) / (sum(weight.values()) or 1.0)
+                   for t in keys) / (sum(weight.values()) or 1.0)
 
     own_score: dict[int, float] = {}
     bonus: dict[int, float] = {}
     for n, (candidate, own) in enumerate(zip(candidates, texts)):
         where = candidate.passage.headings
-        if where not in heading_terms:
-            below = [content_terms(h) for h in where[1:]]
-            heading_terms[where] = (set(content_terms(where[0])) if where else set(), {t for h in below for t in h},
-                                    {p for h in where[1:] for p in phrases(h)})
-        _, sections, heading_pairs = heading_terms[where]
+        _, sections = heading_terms[where]
         if not any(t in own or t in sections for t in wanted):
             continue  # the title alone is over every sentence of its source
         weight = weights[candidate.section]
         alone = coverage(own, where, weight)
-        phrase = bool(pairs & (phrases(candidate.passage.text) | heading_pairs))
+        phrase = any(t in own or t in sections for t in present)
         # a sentence under a heading named for the subject speaks to it more than one naming it in passing
-        named = sum(weight[t] for t in wanted if t in sections) / (sum(weight.values()) or 1.0)
+        named = sum(weight[t] for t in keys if t in sections) / (sum(weight.values()) or 1.0)
         if alone >= COVERAGE or (phrase and alone >= PHRASE_COVERAGE):
             own_score[n] = alone
             bonus[n] = HEADING_BONUS * named
