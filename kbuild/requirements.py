@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from kbuild.checks.grounding import KEYWORD, NUMBER
+from kbuild.model.offline import STOPWORDS
 
 # a keyword in quotes or code marks is named, not used: 'the key word "SHOULD" ...'
 NAMED_KEYWORD = re.compile(r"[\"'`\u201c\u2018]\s*" + KEYWORD.pattern + r"\s*[\"'`\u201d\u2019]")
@@ -21,7 +22,7 @@ DEFINITION = re.compile(r"\bthis (?:word|phrase)\b|\bthe adjective\b|\bkey ?word
 # a lead-in that introduces conditions, not obligations: "Use this when:", "When to use this:"
 CONDITION_LEAD = re.compile(r"^\s*(?:when|if|where|unless|in case|use (?:it|this|them)|applies|this applies|"
                             r"conditions?|prerequisites?|suitable)\b|\b(?:when|if) to use\b|\bapplies (?:when|if)\b|"
-                            r"\buse (?:it|this|them) (?:when|if|only)\b|\bconditions?\s*$", re.I)
+                            r"\buse (?:it|this|them) (?:when|if|only)\b|\b(?:conditions?|when|if|where|unless|whenever)\s*$", re.I)
 # where a lead-in stops mid-clause, its item completes it: "The server MUST:" + "time out ..."
 OPEN_END = re.compile(KEYWORD.pattern + r"\s*$|\b(?:must|shall|should|may|will|can|to|be|is|are|that|"
                       r"the following|following|these|as follows)\s*$", re.I)
@@ -88,6 +89,7 @@ def _limits(sentence: str) -> list[str]:
     for match in NUMBER.finditer(sentence):
         value = match.group().rstrip(".,")
         unit = (UNIT.match(sentence, match.end()).group(1) or "").strip()
+        unit = "" if unit.lower() in STOPWORDS or unit.lower() == "per" else unit
         amount = f"{value} {unit}".strip()
         before = sentence[max(0, match.start() - 40):match.start()]
         if UPPER.search(before):
@@ -115,7 +117,7 @@ def acceptance(sentence: str, keyword: str) -> str:
         conditions.append(opening.group().strip())
         subject = subject.strip()[opening.end():].lstrip(", ")
     subject = _lower_first(subject.strip().rstrip(",").strip()) or "the system"
-    action = action.strip().rstrip(".").strip() or "do what is required"
+    action = action.strip().rstrip(".;,").strip() or "do what is required"
     if keyword.endswith("NOT"):
         action = re.sub(r"^NOT\s+", "", action)
     conditions += [c.strip() for c in TRAILING_CONDITION.findall(action)]
