@@ -90,7 +90,8 @@ def build(root: Path, labelled: dict) -> None:
     # a fact page may fail its own checks; the views on request do not read fact pages, and must be there
     output = kbuild("build")
     views = root / "kb" / PROJECT / "artifacts" / "views"
-    missing = [r["name"] for r in [*labelled["requests"], *labelled["gaps"]] if not (views / f"{r['name']}.md").exists()]
+    missing = [r["name"] for r in [*labelled["requests"], *labelled["gaps"]]
+               if not (views / f"{r['name']}.md").exists()]
     if missing:
         raise SystemExit(f"views {', '.join(missing)} were not built: {output.strip()}")
 
@@ -127,7 +128,8 @@ def main() -> None:
             print(f"| {request['about']} | {s.statements} | {s.labelled} | {s.precision:.2f} | {s.recall:.2f} |")
         print(f"| **all {len(results.requests)} requests** | {sum(s.statements for s in results.requests)} | "
               f"{sum(s.labelled for s in results.requests)} | **{results.precision:.2f}** | **{results.recall:.2f}** |")
-        print(f"gaps: {sum(results.gaps.values())} of {len(results.gaps)} requests with nothing on topic gave the gap page")
+        print(f"gaps: {sum(results.gaps.values())} of {len(results.gaps)} requests with nothing on topic "
+              "gave the gap page")
         if verbose:
             views = root / "kb" / PROJECT / "artifacts" / "views"
             for request in labelled["requests"]:

@@ -22,7 +22,8 @@ DEFINITION = re.compile(r"\bthis (?:word|phrase)\b|\bthe adjective\b|\bkey ?word
 # a lead-in that introduces conditions, not obligations: "Use this when:", "When to use this:"
 CONDITION_LEAD = re.compile(r"^\s*(?:when|if|where|unless|in case|use (?:it|this|them)|applies|this applies|"
                             r"conditions?|prerequisites?|suitable)\b|\b(?:when|if) to use\b|\bapplies (?:when|if)\b|"
-                            r"\buse (?:it|this|them) (?:when|if|only)\b|\b(?:conditions?|when|if|where|unless|whenever)\s*$", re.I)
+                            r"\buse (?:it|this|them) (?:when|if|only)\b|"
+                            r"\b(?:conditions?|when|if|where|unless|whenever)\s*$", re.I)
 # where a lead-in stops mid-clause, its item completes it: "The server MUST:" + "time out ..."
 OPEN_END = re.compile(KEYWORD.pattern + r"\s*$|\b(?:must|shall|should|may|will|can|to|be|is|are|that|"
                       r"the following|following|these|as follows)\s*$", re.I)

@@ -1,10 +1,10 @@
 """What a view on request is about: the sentences of a project that speak to its subject.
 
 A sentence speaks to a request when it, with the headings it sits under, holds enough of the
-request's content words, each weighted by how rare it is across the whole project (a word every
-source uses says little), or holds two of them side by side as the request has them. One shared
-common word is not enough: "kubernetes pod scheduling" must not find a sentence about release
-schedules. A request that no sentence speaks to is a gap, not a page of near misses.
+request's content words, each weighted by how rare it is in the sentence's source (a word every
+sentence of a source uses says little there), or holds a phrase of the request. One shared common
+word is not enough: "kubernetes pod scheduling" must not find a sentence about release schedules.
+A request that no sentence speaks to is a gap, not a page of near misses.
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ PHRASE_WEIGHT = 0.5  # a phrase of the request weighs this much of a word as rar
 COVERAGE = 0.67  # the share of the request's weight a sentence and its headings must hold
 PHRASE_COVERAGE = 0.4  # ... or this much, with two of its words side by side as the request has them
 TITLE_WEIGHT = 0.5  # a word only in the source's title counts half: the title is over every sentence
-HEADING_BONUS = 0.5  # what the share of the request a sentence's headings name adds to its score
-PARAGRAPH_SHARE = 0.9  # a sentence that speaks only through its paragraph ranks below one that speaks itself
+HEADING_BONUS = 0.5  # what the share of the request a sentence's headings name adds to its rank in its section
+PARAGRAPH_SHARE = 0.9  # each sentence after a hit in its paragraph carries on this share of its coverage
 BELOW_BEST = 0.4  # how far below the project's best coverage a sentence may stand
 PER_SOURCE = 24  # sentences per source at most, the best first
 
@@ -196,13 +196,14 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     """The candidates that speak to `about`, in candidate order, at most `per_source` (the best)
     per section.
 
-    A word's weight is its inverse document frequency over all candidates (a word no candidate
-    has weighs most, so a request about something absent cannot be met by its common words).
-    A candidate's coverage is the share of the request's weight that it and its headings hold;
-    a sentence that goes on from its paragraph's first ("It improves readability.") has that
-    paragraph's coverage. A candidate speaks to the request when its coverage is high enough,
-    and not far below the best of the whole project: what the project says most directly sets
-    the bar for the rest."""
+    A word's weight is its inverse document frequency among the candidates of its section (a word
+    a source lacks weighs most there, so a request about something absent cannot be met by its
+    common words); a phrase of the request that the project holds ("with blocks") counts as one
+    more word, at PHRASE_WEIGHT. A candidate's coverage is the share of the request's weight that
+    it and its headings hold. It speaks to the request with COVERAGE, or PHRASE_COVERAGE and a
+    phrase; the sentences after it in its paragraph or list item carry its coverage on, a little
+    less each. Of these, the ones within BELOW_BEST of the best in the whole project are kept,
+    those under a heading named for the subject first when a section has more than `per_source`."""
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
@@ -228,8 +229,9 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     for candidate, terms in zip(candidates, texts):
         frequency.setdefault(candidate.section, Counter()).update(t for t in terms if t in keys)
         sizes[candidate.section] += 1
-    weights = {section: {t: math.log((sizes[section] + 1) / (found[t] + 0.5)) * (PHRASE_WEIGHT if t in present else 1.0)
-                         for t in keys} for section, found in frequency.items()}
+    weights = {section: {t: math.log((sizes[section] + 1) / (found[t] + 0.5))
+                         * (PHRASE_WEIGHT if t in present else 1.0) for t in keys}
+               for section, found in frequency.items()}
 
     def coverage(own: set[str], where: tuple[str, ...], weight: dict[str, float]) -> float:
         title, sections = heading_terms[where]
@@ -237,7 +239,7 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
                    for t in keys) / (sum(weight.values()) or 1.0)
 
     own_score: dict[int, float] = {}
-    bonus: dict[int, float] = {}
+    named_bonus: dict[int, float] = {}
     for n, (candidate, own) in enumerate(zip(candidates, texts)):
         where = candidate.passage.headings
         _, sections = heading_terms[where]
@@ -250,7 +252,7 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
         named = sum(weight[t] for t in keys if t in sections) / (sum(weight.values()) or 1.0)
         if alone >= COVERAGE or (phrase and alone >= PHRASE_COVERAGE):
             own_score[n] = alone
-            bonus[n] = HEADING_BONUS * named
+            named_bonus[n] = HEADING_BONUS * named
     # the sentences after one that speaks to the subject, in its paragraph or list item, go on
     # about it ("It improves readability."), less surely the further they are
     scored: list[tuple[float, int]] = []
@@ -268,7 +270,7 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     bar = max(score for score, _ in scored) - BELOW_BEST
     taken: Counter[str] = Counter()
     kept: list[int] = []
-    for score, n in sorted(scored, key=lambda sn: (-sn[0] - bonus.get(sn[1], 0.0), sn[1])):
+    for score, n in sorted(scored, key=lambda sn: (-sn[0] - named_bonus.get(sn[1], 0.0), sn[1])):
         if score >= bar and taken[candidates[n].section] < per_source:
             taken[candidates[n].section] += 1
             kept.append(n)
