@@ -14,7 +14,8 @@ from kbuild.checks.grounding import unsupported
 from kbuild.checks.secrets import redact
 from kbuild.engine import Problem, QueryFailed, Rule, rule
 from kbuild.model.offline import prose_sentences
-from kbuild.text.ranking import tokens
+from kbuild.requirements import acceptance_failures, normative_keyword
+from kbuild.topic import Candidate, Passage, passages, rank
 from kbuild.store.layout import link
 from kbuild.engine.hashing import hash_bytes
 from kbuild.store.sources import DEFAULT_VIEWS
@@ -27,7 +28,6 @@ VIEW_PURPOSE = {
     "developer": "How it is built, for someone who changes it",
     "agreements": "Where the sources agree, where they disagree, and the open questions",
 }
-HITS_PER_SOURCE = 8
 
 
 SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
@@ -88,9 +88,10 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
     def specs_dir(project: str) -> str:
         return f"{store.project(project)}/artifacts/specs"
 
-    @rule(version=2, uses=(prose_sentences,))
+    @rule(version=4, uses=("kbuild.topic",))
     async def fact_sentences(ctx, project, source, group):
-        """The prose sentences of each fact of one group of a source, which views select and cite."""
+        """The prose sentences of each fact of one group of a source, with the headings each sits
+        under, which views on request rank, select and cite."""
         found = await ctx.query(fact_groups(project, source))
         if group >= len(found["groups"]):
             raise Problem(f"{project}/{source} has no group {group} any more")
@@ -98,7 +99,10 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
         texts = await ctx.query_all([chunk(project, source, s) for s in slugs])
         section = found["groups"][group]["section"]
         return {"title": found["title"] if section == found["title"] else f"{found['title']} › {section}",
-                "facts": [{"ref": f"{source}/{slug}", "sentences": prose_sentences(t["text"])} for slug, t in zip(slugs, texts)]}
+                "facts": [{"ref": f"{source}/{slug}", "passages": [
+                    {"text": p.text, "headings": list(p.headings), "paragraph": p.paragraph}
+                    for p in passages(t["text"], [found["title"], *(h for h in t["headings"] if h != found["title"])])]}
+                    for slug, t in zip(slugs, texts)]}
 
     @rule(version=1)
     async def view_request(ctx, project, view):
@@ -171,9 +175,9 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             raise Problem(_unsupported_section(project, view, title, claims))
         return {"origin": origin, "source": source, "title": title, "statements": statements}
 
-    @rule(version=1, uses=(tokens, complete))
+    @rule(version=2, uses=("kbuild.topic", complete))
     async def view_hits(ctx, project, view):
-        """The facts a requested view draws on: a BM25 ranking of every sentence against the request."""
+        """The sentences a requested view draws on, ranked across the whole project (kbuild.topic)."""
         listed = await ctx.query(listing(project))
         request = next(v for v in listed["views"] if v["name"] == view)
         origins = [(project, s) for s in listed["ids"]]
@@ -185,22 +189,12 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                   for n in range(len(o["groups"]))]
         found = complete(ctx, await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups],
                                                   return_failures=True))
-        rows = [(p, s, f["ref"], sentence) for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
-                for f in doc["facts"] for sentence in f["sentences"]]
-        from rank_bm25 import BM25Okapi  # numpy with it: imported when a requested view is built
-
-        query = tokens(request["about"])
+        candidates = [Candidate(f"{p}/{s}", f["ref"], Passage(x["text"], tuple(x["headings"]), x["paragraph"]))
+                      for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
+                      for f in doc["facts"] for x in f["passages"]]
         hits: dict[str, list[dict[str, Any]]] = {}
-        if rows and query:
-            scores = BM25Okapi([tokens(row[3]) or ["_"] for row in rows]).get_scores(query)
-            best = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
-            for i in best:
-                if scores[i] <= 0 or not set(query) & set(tokens(rows[i][3])):
-                    break
-                p, s, ref, sentence = rows[i]
-                bucket = hits.setdefault(f"{p}/{s}", [])
-                if len(bucket) < HITS_PER_SOURCE:
-                    bucket.append({"ref": ref, "sentence": sentence, "score": round(float(scores[i]), 4)})
+        for hit in rank(request["about"], candidates):
+            hits.setdefault(hit.section, []).append({"ref": hit.ref, "sentence": hit.sentence, "score": hit.score})
         return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
     @rule(version=2, params={"label": backend.label}, uses=(complete,))
@@ -252,9 +246,9 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
                 "gap": not summary, "sections": [s for s in sections if not isinstance(s, QueryFailed)]}
 
     @rule(params={**backend.params("spec"), "grounding": backend.params("grounding"), "label": backend.label},
-          uses=(*backend.code, unsupported, write_grounded, "kbuild.checks.grounding"),
+          uses=(*backend.code, unsupported, write_grounded, "kbuild.checks.grounding", "kbuild.requirements"),
           prompts=[*backend.prompts("spec"), *backend.prompts("grounding")],
-          version=2)
+          version=3)
     async def spec_page(ctx, project, name):
         listed = await ctx.query(listing(project))
         request = next(s for s in listed["specs"] if s["name"] == name)
@@ -279,14 +273,20 @@ def make_artifact_rules(kb: Any, r: dict[str, Rule], same_meaning: Any) -> list[
             if missing:
                 raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
                               "which its facts do not; the spec was not written")
+            if normative_keyword(req["statement"]) is None:
+                raise Problem(f"{project}/specs/{name}: requirement R{n} carries no RFC 2119 keyword used as one "
+                              "(MUST, SHALL, SHOULD, MAY ...); the spec was not written")
+            untestable = acceptance_failures(req["statement"], req["acceptance"])
+            if untestable:
+                raise Problem(f"{project}/specs/{name}: the acceptance of R{n} {'; '.join(untestable)}")
             claims.append((req["statement"], texts))
             links = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.project(origins[ref]) + '/facts/' + ref + '.md')}))"
                              for ref in cited)
             lines.append(f"**R{n}.** {req['statement']} {links}\n")
             lines.append(f"- Acceptance: {req['acceptance']}\n")
         if not requirements:
-            lines.append(f"**A gap.** The {request['view']} view states no requirement (no SHALL, MUST, SHOULD, "
-                         "MAY or \"required\"); nothing here is for a coding agent to implement yet.\n")
+            lines.append(f"**A gap.** The {request['view']} view states no requirement (no MUST, SHALL, SHOULD, "
+                         "MAY or REQUIRED); nothing here is for a coding agent to implement yet.\n")
         page = "\n".join(lines).rstrip() + "\n"
         await write_grounded(ctx, backend, path, page, claims)
         return {"path": path, "requirements": len(requirements), "view": request["view"]}

@@ -39,6 +39,10 @@ The API accepts JSON over HTTPS. Every request carries a key that identifies the
 ## Errors
 
 A request with an unknown key returns status 401. A request over the rate limit returns status 429.
+
+## Refunds
+
+A refund request made through the API is answered within 2 days.
 """
 
 
@@ -243,3 +247,37 @@ def test_a_sentence_two_sources_repeat_is_said_once_in_a_view(tmp_path):
     assert kbuild(tmp_path).exit_code == 0
     digest = (tmp_path / "kb/shop/artifacts/views/digest.md").read_text()
     assert digest.count(repeated) == 1, digest
+
+
+def test_a_view_on_request_holds_only_its_subject_and_its_spec_only_testable_requirements(tmp_path):
+    """The issue's case: a standard with several kinds of credential and a source that shares one
+    common word with an unrelated request. The view holds the subsection of its subject; the spec
+    holds its rules with their subject and a test for each; an unrelated request is a gap."""
+    from test_topic import RELEASES, STANDARD
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    for name, text in [("standard.md", STANDARD), ("releases.md", RELEASES)]:
+        (tmp_path / name).write_text(text)
+        assert kbuild(tmp_path, "add", "auth", name).exit_code == 0
+    assert kbuild(tmp_path, "view", "add", "auth", "passcodes", "--about", "one-time passcodes and their time limit").exit_code == 0
+    assert kbuild(tmp_path, "view", "add", "auth", "pods", "--about", "kubernetes pod scheduling").exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "auth", "passcode-rules", "--view", "passcodes").exit_code == 0
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+
+    page = (tmp_path / "kb/auth/artifacts/views/passcodes.md").read_text()
+    assert list(sections(page)) == ["Authentication Standard"]
+    assert "The verifier MUST accept each one-time passcode once only." in page
+    assert "Password" not in page and "Recovery" not in page
+    assert "**A gap.**" in (tmp_path / "kb/auth/artifacts/views/pods.md").read_text()
+
+    spec = (tmp_path / "kb/auth/artifacts/specs/passcode-rules.md").read_text()
+    requirements = [line for line in spec.splitlines() if line.startswith("**R")]
+    assert [r.split("** ", 1)[1].split(" ([")[0] for r in requirements] == [
+        "The verifier MUST time out a one-time passcode after 10 minutes;",
+        "The verifier MUST accept each one-time passcode once only.",
+        "It SHOULD limit attempts to 5 per passcode."]
+    acceptance = [line for line in spec.splitlines() if line.startswith("- Acceptance:")]
+    assert len(acceptance) == 3 and all(" when " in a and " then " in a for a in acceptance)
+    assert "try it at 10 minutes and just past 10 minutes" in acceptance[0]
+    assert "try it at 5 and just past 5" in acceptance[2] and "documented exception" in acceptance[2]

@@ -13,7 +13,6 @@ import sys
 from collections import Counter
 
 from ..text import keywords, markdown, sentences
-from ..text.keywords import KEYWORD
 from ..text.markdown import ATX_MARK as MD_HEADING, LIST_ITEM, PAGE_MARKER, UNDERLINE as RST_UNDERLINE
 from ..text.sentences import split_sentences
 
@@ -234,27 +233,28 @@ CUES = {
                              r"open question|open issue|unclear|unresolved|tbd|to be decided|controvers\w*|"
                              r"alternative\w*|objection\w*|consensus)\b|\?", re.I),
 }
-PER_SECTION = {"digest": 4, "user": 8, "developer": 8, "agreements": 8, "requested": 8}
-NORMATIVE = re.compile(KEYWORD.pattern + r"|\b(must|shall|required)\b")
+PER_SECTION = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
 
 
 def select_statements(kind: str, facts: list[dict[str, object]]) -> list[dict[str, object]]:
     """Sentences of the facts for one section of a view, each citing its fact, in fact order.
 
     A digest takes the most central sentences; user, developer and agreements views the
-    sentences with the most cue words; a requested view the ranked hits it was given.
+    sentences with the most cue words; a requested view every hit it was given (kbuild.topic
+    chose them, and how many).
     """
     rows = [(i, f["ref"], str(sentence)) for i, f in enumerate(facts)
             for sentence in f["sentences"] if len(_terms(str(sentence))) >= 3]  # type: ignore[union-attr]
-    limit = PER_SECTION.get(kind, 8)
     if kind == "requested":
-        chosen = rows[:limit]
+        chosen = rows
     elif kind == "digest":
+        limit = PER_SECTION[kind]
         frequency = Counter(t for _, _, s in rows for t in set(_terms(s)))
         ranked = sorted(range(len(rows)), key=lambda k: (-sum(frequency[t] for t in set(_terms(rows[k][2])))
                                                           / math.sqrt(len(_terms(rows[k][2]))), k))
         chosen = [rows[k] for k in sorted(ranked[:limit])]
     else:
+        limit = PER_SECTION[kind]
         cue = CUES[kind]
         scored = [(len(cue.findall(s)), k) for k, (_, _, s) in enumerate(rows)]
         best = sorted((k for n, k in scored if n > 0), key=lambda k: (-scored[k][0], k))[:limit]
@@ -263,10 +263,16 @@ def select_statements(kind: str, facts: list[dict[str, object]]) -> list[dict[st
 
 
 def select_requirements(statements: list[dict[str, object]]) -> list[dict[str, object]]:
-    """The normative statements of a view (SHALL, MUST, SHOULD, MAY, "required"), as requirements."""
-    return [{"statement": st["text"], "cites": st["cites"],
-             "acceptance": f"a review or test shows that this holds as stated: \"{st['text']}\""}
-            for st in statements if NORMATIVE.search(str(st["text"]))]
+    """The statements of a view that oblige (an RFC 2119 keyword used as one), as requirements,
+    each with how to test it (kbuild.requirements)."""
+    from .. import requirements  # it reads the grounding check's keywords, which read this module
+
+    found = []
+    for st in statements:
+        req = requirements.requirement(str(st["text"]))
+        if req is not None:
+            found.append({"statement": req.statement, "cites": st["cites"], "acceptance": req.acceptance})
+    return found
 
 
 class OfflineBackend:
@@ -284,7 +290,9 @@ class OfflineBackend:
     @property
     def code(self) -> tuple[object, ...]:
         """What decides this backend's answers: part of the fingerprint of every rule that asks."""
-        return (sys.modules[__name__], keywords, markdown, sentences)
+        from .. import requirements
+
+        return (sys.modules[__name__], keywords, markdown, sentences, requirements)
 
     async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
                          previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:

@@ -1,0 +1,154 @@
+"""Requirements for a spec: which sentences oblige (an RFC 2119 keyword, used normatively), what a
+list item says with its lead-in, and how to test one (its numbers, limits and conditions as
+Given / When / Then).
+
+A standard's sentences that carry MUST or SHOULD are not all requirements: the definition of the
+keywords ("SHOULD: This word, or the adjective ...") uses them, and a bullet of a "when to use
+this" list is a condition of other requirements. A list item ("- time out after 5 minutes") only
+obliges someone with its lead-in ("The server MUST:"), so the two are read as one sentence.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kbuild.checks.grounding import KEYWORD, NUMBER
+from kbuild.model.offline import STOPWORDS
+
+# a keyword in quotes or code marks is named, not used: 'the key word "SHOULD" ...'
+NAMED_KEYWORD = re.compile(r"[\"'`\u201c\u2018]\s*" + KEYWORD.pattern + r"\s*[\"'`\u201d\u2019]")
+DEFINITION = re.compile(r"\bthis (?:word|phrase)\b|\bthe adjective\b|\bkey ?words?\b|\bRFC ?(?:2119|8174)\b|"
+                        r"\bBCP ?14\b|\bare to be interpreted\b", re.I)
+# a lead-in that introduces conditions, not obligations: "Use this when:", "When to use this:"
+CONDITION_LEAD = re.compile(r"^\s*(?:when|if|where|unless|in case|use (?:it|this|them)|applies|this applies|"
+                            r"conditions?|prerequisites?|suitable)\b|\b(?:when|if) to use\b|\bapplies (?:when|if)\b|"
+                            r"\buse (?:it|this|them) (?:when|if|only)\b|"
+                            r"\b(?:conditions?|when|if|where|unless|whenever)\s*$", re.I)
+# where a lead-in stops mid-clause, its item completes it: "The server MUST:" + "time out ..."
+OPEN_END = re.compile(KEYWORD.pattern + r"\s*$|\b(?:must|shall|should|may|will|can|to|be|is|are|that|"
+                      r"the following|following|these|as follows)\s*$", re.I)
+# a condition a requirement holds under: a clause that opens the sentence, or one after the keyword
+OPENING_CONDITION = re.compile(r"^(?:if|when|whenever|where|unless|once|while|for each|for every)\b[^,]*", re.I)
+TRAILING_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|while)\b[^,;]*", re.I)
+UPPER = re.compile(r"\b(?:within|at most|no more than|not (?:to )?exceed|up to|maximum(?: of)?|no later than|"
+                   r"less than|fewer than|under|below)\s+(?:the\s+)?$", re.I)
+LOWER = re.compile(r"\b(?:at least|minimum(?: of)?|no less than|no fewer than|more than|longer than|"
+                   r"greater than|over|above)\s+(?:the\s+)?$", re.I)
+UNIT = re.compile(r"\s*(%|[A-Za-z]+)?")
+# what a test shows, for each strength of keyword: {who} is the requirement's subject, {what} its action
+THEN = {"MUST": "a test passes only if {who} can be seen to {what}",
+        "MUST NOT": "a test passes only if {who} can be seen never to {what}",
+        "SHOULD": "a test passes if {who} can be seen to {what}, or the case is a documented exception",
+        "SHOULD NOT": "a test passes if {who} can be seen not to {what}, or the case is a documented exception",
+        "MAY": "a test passes whether or not {who} can be seen to {what}"}
+THEN.update({"SHALL": THEN["MUST"], "REQUIRED": THEN["MUST"], "SHALL NOT": THEN["MUST NOT"],
+             "RECOMMENDED": THEN["SHOULD"], "NOT RECOMMENDED": THEN["SHOULD NOT"], "OPTIONAL": THEN["MAY"]})
+
+
+@dataclass(frozen=True)
+class Requirement:
+    statement: str
+    keyword: str  # the RFC 2119 keyword as the statement uses it, "MUST NOT" whole
+    acceptance: str
+
+
+def with_lead_in(lead_in: str, item: str) -> str:
+    """A list item as a sentence of its own: its lead-in's words with it. A lead-in that stops
+    mid-clause ("The server MUST:") runs into the item; another ("Use this credential when:")
+    stands before it with its colon, so the item still reads as what it is, a condition."""
+    lead = lead_in.rstrip().rstrip(":").rstrip()
+    if not lead:
+        return item
+    if OPEN_END.search(lead):
+        return f"{lead} {item}"
+    return f"{lead}: {item}"
+
+
+def normative_keyword(sentence: str) -> str | None:
+    """The RFC 2119 keyword a sentence obliges with, or None: the keyword must be in capitals (RFC
+    8174), used rather than named or defined, and not inside a condition bullet."""
+    if DEFINITION.search(sentence):
+        return None
+    lead, colon, rest = sentence.partition(": ")
+    if colon and CONDITION_LEAD.search(lead) and not KEYWORD.search(lead):
+        return None  # a bullet of a "when to use this" list: a condition, not an obligation
+    used = NAMED_KEYWORD.sub(" ", sentence)
+    match = KEYWORD.search(used)
+    if not match:
+        return None
+    keyword = match.group(1)
+    if keyword == "RECOMMENDED" and re.search(r"\bNOT\s+RECOMMENDED\b", used):
+        return "NOT RECOMMENDED"
+    return keyword
+
+
+def _limits(sentence: str) -> list[str]:
+    """Each number of the sentence with the test at its edge: an upper limit holds at the value
+    and fails just past it, a lower one the other way round; any other value is tried at and
+    just past it."""
+    found = []
+    for match in NUMBER.finditer(sentence):
+        value = match.group().rstrip(".,")
+        unit = (UNIT.match(sentence, match.end()).group(1) or "").strip()
+        unit = "" if unit.lower() in STOPWORDS or unit.lower() == "per" else unit
+        amount = f"{value} {unit}".strip()
+        before = sentence[max(0, match.start() - 40):match.start()]
+        if UPPER.search(before):
+            found.append(f"at {amount} it holds, just past {amount} it does not")
+        elif LOWER.search(before):
+            found.append(f"at {amount} it holds, just short of {amount} it does not")
+        else:
+            found.append(f"try it at {amount} and just past {amount}")
+    return found
+
+
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:] if text[:2].istitle() else text
+
+
+def acceptance(sentence: str, keyword: str) -> str:
+    """How to test a requirement: Given whom it obliges, When it applies (its conditions), Then
+    what a test must see, with each number's edge named, so that a test can be written from it."""
+    lead, colon, rest = sentence.partition(": ")
+    body = rest if colon and keyword not in lead else sentence
+    subject, _, action = body.partition(keyword)
+    conditions = []
+    opening = OPENING_CONDITION.match(subject.strip())
+    if opening and "," in subject:
+        conditions.append(opening.group().strip())
+        subject = subject.strip()[opening.end():].lstrip(", ")
+    subject = _lower_first(subject.strip().rstrip(",").strip()) or "the system"
+    action = action.strip().rstrip(".;,").strip() or "do what is required"
+    if keyword.endswith("NOT"):
+        action = re.sub(r"^NOT\s+", "", action)
+    conditions += [c.strip() for c in TRAILING_CONDITION.findall(action)]
+    limits = _limits(body)
+    when = "; ".join(re.sub(r"^(?:if|when|whenever)\s+", "", _lower_first(c), flags=re.I) for c in conditions) \
+        if conditions else "it is exercised"
+    if limits:
+        when += ", at each limit"
+    then = THEN[keyword].format(who=subject, what=action)
+    return (f"Given {subject}; when {when}; then {then}" + (f" ({'; '.join(limits)})" if limits else "") + ".")
+
+
+def requirement(sentence: str) -> Requirement | None:
+    """The requirement a view's statement makes, with how to test it; None when it obliges nothing."""
+    keyword = normative_keyword(sentence)
+    if keyword is None:
+        return None
+    return Requirement(sentence, keyword, acceptance(sentence, keyword))
+
+
+def acceptance_failures(statement: str, acceptance_text: str) -> list[str]:
+    """What is wrong with an acceptance criterion written for a requirement (by a model): it must
+    carry every number of the requirement and say more than the requirement's own words."""
+    failures = []
+    numbers = [n.replace(",", "").rstrip(".") for n in NUMBER.findall(statement)]
+    have = {n.replace(",", "").rstrip(".") for n in NUMBER.findall(acceptance_text)}
+    missing = [n for n in dict.fromkeys(numbers) if n not in have]
+    if missing:
+        failures.append(f"does not test its limit{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    flat = " ".join(acceptance_text.lower().split())
+    if " ".join(statement.lower().split()).rstrip(".") in flat and not re.search(r"\b(given|when|then)\b", flat):
+        failures.append("restates the requirement; say how to test it (Given ... When ... Then ...)")
+    return failures

@@ -1,0 +1,67 @@
+"""Which sentences of a view a spec makes requirements of, and how it says to test them (kbuild.requirements)."""
+from __future__ import annotations
+
+import pytest
+
+from kbuild.model.offline import select_requirements
+from kbuild.requirements import acceptance_failures, normative_keyword, requirement, with_lead_in
+
+
+@pytest.mark.parametrize("sentence, keyword", [
+    ("Refunds MUST be requested within 90 days of the payment.", "MUST"),
+    ("A single payment MUST NOT exceed 10,000 EUR.", "MUST NOT"),
+    ("Clients MAY cache the token.", "MAY"),
+    ("This mode is NOT RECOMMENDED for production.", "NOT RECOMMENDED"),
+    ("The verifier MUST time out a one-time passcode after 10 minutes;", "MUST"),
+    # not requirements: lower case (RFC 8174), the keywords' own definitions, a condition bullet
+    ("Refunds must be requested within 90 days.", None),
+    ("SHOULD This word, or the adjective \"RECOMMENDED\", mean that there may exist valid reasons.", None),
+    ("The key words \"MUST\", \"SHALL\" and \"MAY\" in this document are to be interpreted as in RFC 2119.", None),
+    ("Use one-time passcodes when: the device MUST NOT have a keyboard.", None),
+    ("When to use this: the client SHOULD be a browser.", None),
+])
+def test_a_requirement_carries_a_keyword_used_as_one(sentence, keyword):
+    assert normative_keyword(sentence) == keyword
+
+
+def test_a_list_item_takes_its_lead_ins_subject():
+    assert with_lead_in("The server MUST:", "time out after 5 minutes.") == "The server MUST time out after 5 minutes."
+    assert with_lead_in("Imports should be grouped in the following order:", "Standard library imports.") == \
+        "Imports should be grouped in the following order: Standard library imports."
+
+
+def test_an_acceptance_criterion_says_how_to_test_not_what_was_said():
+    req = requirement("If the code is expired, the server SHALL reject it within 5 seconds.")
+    assert req is not None and req.keyword == "SHALL"
+    assert req.acceptance.startswith("Given the server; when the code is expired")
+    assert "then a test passes only if the server can be seen to reject it within 5 seconds" in req.acceptance
+    assert "at 5 seconds it holds, just past 5 seconds it does not" in req.acceptance
+    assert acceptance_failures(req.statement, req.acceptance) == []
+
+    floor = requirement("Passwords MUST be at least 12 characters long.")
+    assert "at 12 characters it holds, just short of 12 characters it does not" in floor.acceptance
+    never = requirement("A single payment MUST NOT exceed 10,000 EUR.")
+    assert "can be seen never to exceed 10,000 EUR" in never.acceptance
+
+
+def test_a_model_acceptance_that_restates_or_drops_a_limit_is_refused():
+    statement = "Refunds MUST be requested within 90 days of the payment."
+    assert acceptance_failures(statement, f"A review shows that this holds: \"{statement}\"")
+    assert acceptance_failures(statement, "Given a payment, when a refund is requested late, then it is refused.") == \
+        ["does not test its limit 90"]
+
+
+def test_the_offline_spec_holds_only_requirements_each_with_its_test():
+    statements = [{"text": t, "cites": [f"std/f{n}"]} for n, t in enumerate([
+        "SHOULD This word, or the adjective \"RECOMMENDED\", mean that there may exist valid reasons.",
+        "A one-time passcode is a short code sent to a device the user holds.",
+        "The verifier MUST time out a one-time passcode after 10 minutes;",
+        "Use one-time passcodes when: the user SHOULD have no authenticator app.",
+        "The verifier MUST accept each one-time passcode once only.",
+    ])]
+    found = select_requirements(statements)
+    assert [r["statement"] for r in found] == ["The verifier MUST time out a one-time passcode after 10 minutes;",
+                                              "The verifier MUST accept each one-time passcode once only."]
+    assert [r["cites"] for r in found] == [["std/f2"], ["std/f4"]]
+    assert all(r["acceptance"].startswith("Given the verifier;") and r["statement"] not in r["acceptance"]
+               for r in found)
