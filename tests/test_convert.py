@@ -529,3 +529,34 @@ def test_a_heading_with_an_anchor_names_its_fact_by_its_visible_words(tmp_path):
     assert not [n for n in names if "a-name" in n], names
     page = "\n".join(p.read_text() for p in (tmp_path / "kb/p").rglob("*.md") if "/raw/" not in p.as_posix())
     assert "<a name" not in page and "&mdash;" not in page and '<div class="breaker">' not in page
+
+
+def _sectioned_pdf(outline: bool) -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Retry Limits", fontsize=18)
+    page.insert_text((72, 100), "Retries stop after three attempts.\nEach waits twice as long.", fontsize=10)
+    page.insert_text((72, 160), "Backoff", fontsize=14)
+    page.insert_text((72, 190), "The first wait is one second.", fontsize=10)
+    if outline:
+        doc.set_toc([[1, "Retry Limits", 1], [2, "Backoff", 1]])
+    return doc.tobytes()
+
+
+@pytest.mark.parametrize("outline", [True, False])
+def test_a_pdfs_sections_become_headings_from_its_outline_or_its_larger_type(outline):
+    """Facts are cut at and named after headings; a PDF's text had none, so every fact of a PDF
+    was named `opening`. The words stay as they were, only marked."""
+    text = convert(_sectioned_pdf(outline), "limits.pdf").text
+    assert "# Retry Limits\n\nRetries stop after three attempts.\nEach waits twice as long." in text
+    assert "\n## Backoff\n\nThe first wait is one second." in text
+
+
+def test_a_pdfs_facts_are_named_after_its_sections(tmp_path):
+    from conftest import kbuild
+
+    (tmp_path / "limits.pdf").write_bytes(_sectioned_pdf(outline=False))
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    assert kbuild(tmp_path, "add", "ops", "limits.pdf").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    assert (tmp_path / "kb/ops/facts/limits/retry-limits.md").is_file()

@@ -24,6 +24,7 @@ from . import limits
 from .formats import sniff
 from .model import ConversionError, Converted, Figure
 from .page_layout import PageProblems, read_page
+from .pdf_headings import Heading, headings, mark
 from .png import encode_png
 
 _KIND_NAMES = {
@@ -132,6 +133,10 @@ def _convert(doc: pymupdf.Document, data: bytes, kind: str, ext: str) -> Convert
     pages: list[bytes] = []
     figures: list[Figure] = []
     counters = {"table": 0, "figure": 0}
+    marked, outline = headings(doc)
+    by_page: dict[int, list[Heading]] = {}
+    for heading in marked:
+        by_page.setdefault(heading.page, []).append(heading)
 
     for index, out in enumerate(pages_out):
         number = index + 1
@@ -145,7 +150,8 @@ def _convert(doc: pymupdf.Document, data: bytes, kind: str, ext: str) -> Convert
                 f"[{name}](figures/{name}.md)" if cut_kind == "table"
                 else f"![{name}](figures/{name}.png)"
             )
-        body = "\n\n".join(part for part in (out.text, "\n".join(links)) if part)
+        text = mark(out.text, by_page[number], outline) if number in by_page else out.text
+        body = "\n\n".join(part for part in (text, "\n".join(links)) if part)
         chunks.append(page_marker(number) + "\n" + (body + "\n" if body else ""))
 
     if len(problems.unreadable) == doc.page_count:
