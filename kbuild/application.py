@@ -30,6 +30,10 @@ class Application(Protocol):
 
     def before_build(self) -> list[str]: ...  # work outside the graph (downloads); a line per problem
 
+    def target_globs(self) -> list[str]: ...  # globs, relative to `root`, whose matches decide targets()
+
+    def fetches(self) -> bool: ...  # whether before_build has work to do (then no build is skipped unseen)
+
 
 def find_application(namespace: Mapping[str, object]) -> Application | None:
     """The application a Kbuildfile defines at module level, if any (the first, in file order)."""

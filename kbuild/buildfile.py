@@ -6,10 +6,13 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .application import Application, find_application
-from .engine import Engine, Query, Rule
+from .engine import Query, Rule
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 FILENAME = "Kbuildfile.py"
 
@@ -35,6 +38,8 @@ class Buildfile:
         return self.path.parent
 
     def engine(self) -> Engine:
+        from .engine import Engine  # asyncio and SQLite: not for the commands that only find the Kbuildfile
+
         return Engine(self.root, self.rules, max_calls=self.max_calls, output_folder=self.output_folder)
 
     def inputs_in_output_folder(self) -> set[str]:

@@ -39,6 +39,7 @@ INDEX_LINES = 150  # an index longer than this gets another level instead of gro
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
 RESERVED = {"index", "text", "pages", "figures"}
+URL_ENTRY = re.compile(r"^[\s-]*url\s*:", re.M)  # a source given by its address, in sources.yml
 _convert_lock = threading.Lock()  # pymupdf is not thread-safe; conversions run one at a time
 CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint
 
@@ -187,8 +188,19 @@ class KnowledgeBase:
     def targets(self) -> list[Query]:
         return [self._root_index(*self.projects())]
 
+    def target_globs(self) -> list[str]:
+        return [f"{self.store.root}/*/sources.yml"]  # what projects() lists
+
+    def fetches(self) -> bool:
+        """Whether a sources.yml lists a url: read as text, since parsing every sources.yml of a
+        large store costs more than the rest of a build with nothing to do."""
+        return any(URL_ENTRY.search(p.read_text(errors="replace"))
+                   for p in (self.root / self.store.root).glob("*/sources.yml"))
+
     def before_build(self) -> list[str]:
         """Download url sources; a failure with no earlier copy is reported by the build itself."""
+        if not self.fetches():
+            return []
         self.fetch_errors = fetch_urls(self.root, self.store)
         return [f"{project}/{source}: {url} {why}; kept the copy fetched before"
                 for (project, source), (url, why) in self.fetch_errors.items()

@@ -194,3 +194,26 @@ def test_commands_that_need_a_knowledge_base_say_a_kbuildfile_has_none(project):
     for args in (["add", "shop", "notes.md"], ["view", "add", "shop", "v", "--about", "x"]):
         result = kbuild(project, *args)
         assert result.exit_code == 2 and "defines no knowledge base" in result.output, result.output
+
+
+def test_the_command_list_says_what_each_command_says_of_itself():
+    """`kbuild --help` lists the commands without importing them: each line must be the command's own."""
+    import importlib
+
+    from kbuild.cli import COMMANDS
+
+    for name, (module, attr, line) in COMMANDS.items():
+        command = getattr(importlib.import_module(f"kbuild.cli.{module}"), attr)
+        assert command.name == name and command.get_short_help_str(limit=1000) == line, name
+
+
+def test_help_and_version_answer_without_the_engine():
+    import subprocess
+    import sys
+
+    for args in (["--help"], ["-h"], ["--version"]):
+        code = ("import sys; from kbuild.cli import main\n"
+                f"try: main({args!r})\nexcept SystemExit: pass\n"
+                "print('asyncio' in sys.modules, 'kbuild.rules' in sys.modules)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip().endswith("False False"), (args, out)

@@ -6,23 +6,65 @@ that does the work and print; a failure is a `KbuildError` carrying its exit cod
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
 
-from .build import build
-from .check import check
-from .clean import clean
-from .doctor import doctor
-from .init import init
-from .inspection import explain, graph, logs, status
-from .lookup import context, search_command, show
 from .session import KbuildError, Session
-from .sources import add, spec, view
-from .watch import watch
+
+# Each command with its module, imported when it runs: `kbuild --help` and a `kbuild` with
+# nothing to do import no engine, rules or model. The line is the command's own first line of
+# help (tests/test_cli.py holds them equal).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "add": ("sources", "add", "List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments."),
+    "build": ("build", "build", "Bring the store up to date (the command to run after `git pull`)."),
+    "check": ("check", "check", "Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, "
+                                "unbuilt or orphaned."),
+    "clean": ("clean", "clean", "Drop the local state in .kbuild/ (rebuildable from the lock and the call cache)."),
+    "context": ("lookup", "context", "Compose a context for a coding agent from the store, within a token budget."),
+    "doctor": ("doctor", "doctor", "Check the setup, read-only: each line PASS, WARN or FAIL with what to do; "
+                                   "exit 1 on FAIL."),
+    "explain": ("inspection", "explain", "Why a query or a generated file would rebuild, what it read and what "
+                                         "reads it."),
+    "graph": ("inspection", "graph", "Print the recorded dependency graph (edges point from a query to what it "
+                                     "read), whole or around one PAGE (a generated file or a query id): what it is "
+                                     "built on and what is built on it."),
+    "init": ("init", "init", "Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore "
+                             "lines."),
+    "logs": ("inspection", "logs", "Every model call: prompt, response, tokens, latency, cost, and whether the "
+                                   "cache answered."),
+    "search": ("lookup", "search_command", "BM25 over every index line (the summaries); every lookup is logged."),
+    "show": ("lookup", "show", "Print a page with its parent and children, to walk the store up and down."),
+    "spec": ("sources", "spec", "Specs: what a coding agent implements, written from a view."),
+    "status": ("inspection", "status", "What is stale, grouped by what changed, and what a build would run."),
+    "view": ("sources", "view", "Views written on request (one feature, use case or question)."),
+    "watch": ("watch", "watch", "Build, then rebuild after every burst of edits to sources, sources.yml, "
+                                "Kbuildfile.py or rules."),
+}
 
 
-@click.group(invoke_without_command=True)
+class Commands(click.Group):
+    """The commands of COMMANDS, each imported when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(line, limit)) for name, (_, _, line) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-C", "--directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               help="Run as if started in this folder.")
 @click.option("-f", "--file", "file", type=click.Path(dir_okay=False, path_type=Path),
@@ -30,6 +72,7 @@ from .watch import watch
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every query that ran and why.")
+@click.version_option(package_name="kbuild", message="kbuild %(version)s")
 @click.pass_context
 def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool, quiet: bool, verbose: bool) -> None:
     """Build a knowledge base. With no command: bring the whole store up to date.
@@ -38,11 +81,9 @@ def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool, qu
     """
     ctx.obj = Session(directory, file, debug, quiet, verbose)
     if ctx.invoked_subcommand is None:
+        from .build import build
+
         ctx.invoke(build)
 
-
-for command in (build, init, add, doctor, clean, search_command, context, show, watch, check, view, spec,
-                logs, status, explain, graph):
-    main.add_command(command)
 
 __all__ = ["KbuildError", "main"]

@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from pathlib import Path
 
 import click
 
-from ..engine import BuildLocked, BuildStopped, Engine, LockError, Problem, Query, Report
-from ..harness import update_harness
-from ..localstate import LocalState
-from ..progress import Progress
-from ..reports import report_json, save_report
+from typing import TYPE_CHECKING
+
+from .. import uptodate
 from .session import FAILED, LOCKED, WRONG, KbuildError, Session, pass_session
+
+if TYPE_CHECKING:
+    from ..engine import Engine, Query, Report
 
 
 @click.command()
@@ -28,15 +31,32 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
 
     Example: kbuild build --dry-run   (then: kbuild build)
     """
+    if not (dry_run or as_json or refresh or no_fetch or cutoff != "meaning" or session.verbose):
+        settled = session.settled_queries()
+        if settled is not None:  # nothing changed since a build that left every query settled
+            if not session.quiet:
+                click.echo(f"0 ran, {settled} reused, 0 cut off, 0 failed, 0 calls (0 cached), 0.00s")
+            return
+    from ..engine import BuildLocked, BuildStopped, LockError
+    from ..harness import update_harness
+    from ..localstate import LocalState
+    from ..progress import Progress
+    from ..reports import report_json, save_report
+
     spec, engine = session.load()
+    code = uptodate.code_stats(spec.root, [Path(p) for r in spec.rules for p in r.prompts])  # before a rule reads them
     engine.cutoff_hooks = cutoff == "meaning"
     fetch_problems = [] if dry_run or no_fetch or spec.before_build is None else spec.before_build()
     for problem in fetch_problems:
         click.secho(f"failed: {problem}", fg="red", err=True)
+    app = spec.application
+    listings = {glob: uptodate.listing(spec.root, glob) for glob in app.target_globs()} if app else {}
     targets = session.targets(spec)
     if dry_run:
         print_plan(engine, targets, as_json)
         return
+    if not dry_run:
+        uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
     show = sys.stderr.isatty() and not as_json and not session.quiet
     progress = Progress(enabled=show, total=len(engine.plan(targets)) if show else None)
     try:
@@ -55,12 +75,30 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
     if spec.harness_file and report.ok and spec.application is not None:
         update_harness(spec.root / spec.harness_file, spec.root, spec.application.store.index())
+    if report.ok and not fetch_problems and not refresh and cutoff == "meaning" and app is not None and code is not None \
+            and not app.fetches():
+        remember_settled(engine, spec.root, code, listings, report)
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
     else:
         print_report(report, session.debug, session.quiet, session.verbose)
     if not report.ok or fetch_problems:
         raise click.exceptions.Exit(FAILED)
+
+
+def remember_settled(engine: Engine, root: Path, code: dict[str, list[int]], listings: dict[str, list[str]],
+                     report: Report) -> None:
+    """Record what the next `kbuild` compares to say "nothing to do" before running the Kbuildfile,
+    when this build left every query settled with a stat known for every file."""
+    settled = engine.settled_stats()
+    lock = uptodate.stat_of(engine.lock_path)
+    if settled is None or lock is None or time.time_ns() - lock[1] < uptodate.RACY_NS:
+        return  # a lock written just now may change again within its mtime's tick: the next build records
+    files = {**settled, engine.lock_path.relative_to(root).as_posix(): lock}
+    try:
+        uptodate.record(engine.state_dir, uptodate.new_record(code, files, listings, report.reused + len(report.executed)))
+    except OSError:
+        pass  # the next build decides the slow way
 
 
 def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
@@ -83,6 +121,8 @@ def print_failures(report: Report, debug: bool = False) -> None:
     """The failures at the root of the build's, each once; what failed only because of them is counted."""
     causes = report.root_failures()
     for qid, message in sorted(causes.items(), key=lambda item: item[1]):
+        from ..engine import Problem
+
         # a Problem names its source itself; the query id would only repeat it
         where = "" if isinstance(report.errors.get(qid), Problem) else f"{qid}: "
         click.secho(f"failed: {where}{message}", fg="red", err=True)

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from .. import buildfile
-from ..application import Application
-from ..engine import Engine, Query
+if TYPE_CHECKING:  # the engine is imported by the commands that run it: `--help` needs none of it
+    from ..application import Application
+    from ..buildfile import Buildfile
+    from ..engine import Engine, Query
 
 # Exit codes, as README.md documents them
 FAILED = 1  # the build or a check failed (CI should stop)
@@ -36,8 +37,10 @@ class Session:
     quiet: bool = False
     verbose: bool = False
 
-    def load(self) -> tuple[buildfile.Buildfile, Engine]:
+    def load(self) -> tuple[Buildfile, Engine]:
         """The Kbuildfile (-f, or found from -C upwards), run, and an engine over its rules."""
+        from .. import buildfile
+
         try:
             spec = buildfile.load(self.file or buildfile.find(self.directory.resolve()))
         except buildfile.BuildfileError as exc:
@@ -46,7 +49,26 @@ class Session:
             raise KbuildError(str(exc), WRONG) from None
         return spec, spec.engine()
 
-    def targets(self, spec: buildfile.Buildfile) -> list[Query]:
+    def kbuildfile(self) -> Path | None:
+        """The Kbuildfile this command would run (-f, or found from -C upwards), without running it."""
+        from ..buildfile import BuildfileError, find
+
+        try:
+            return (self.file or find(self.directory.resolve())).resolve()
+        except BuildfileError:
+            return None
+
+    def settled_queries(self) -> int | None:
+        """How many queries the last build left settled, when nothing changed since (kbuild.uptodate)."""
+        from .. import uptodate
+        from ..engine.layout import FOLDER
+
+        path = self.kbuildfile()
+        return None if path is None else uptodate.settled_queries(path.parent, path.parent / FOLDER)
+
+    def targets(self, spec: Buildfile) -> list[Query]:
+        from ..engine import Query
+
         try:
             targets = list(spec.targets())
         except Exception as exc:
@@ -59,7 +81,7 @@ class Session:
         return targets
 
     @staticmethod
-    def application(spec: buildfile.Buildfile) -> Application:
+    def application(spec: Buildfile) -> Application:
         """The knowledge base, for the commands that need one."""
         if spec.application is None:
             raise KbuildError(f"{spec.path} defines no knowledge base (kb = knowledge_base(...)); see `kbuild init`",

@@ -33,6 +33,7 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
         changed_files, changed_outputs = self.changed_since(summary) if summary else ([], [])
         if summary is not None and not changed_files and not changed_outputs:
             report.reused = summary["queries"]  # the no-op: nothing changed, the graph is not read
+            self._complete_stats(summary)
             report.seconds = time.perf_counter() - started
             return report
         for t in targets:  # past the no-op: the targets become runnable by id

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from .files import OutputArea
 from .hashing import decode_value
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .report import Report, StateDamaged, state_damaged, stop_for
+from .snapshot import CLEAN
 from .rule import Query, Rule
 from .staleness import Inspection
 from .state import Memo, State
@@ -142,6 +144,22 @@ class Engine:
             build.load_graph()
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
+
+    def settled_stats(self) -> dict[str, list[int]] | None:
+        """The stat of every file the graph reads or writes, each as recorded with its hash, when
+        the last build left every query settled and a stat is known for each; else None."""
+        if not self.local.state_db.exists():
+            return None
+        state = State(self.local.state_db)
+        try:
+            blob = state.get_meta(CLEAN)
+        finally:
+            state.db.close()
+        if blob is None:
+            return None
+        summary = json.loads(blob)
+        stats: dict[str, list[int]] = summary.get("stats", {})
+        return stats if len(stats) == len(summary["files"].keys() | summary["outputs"].keys()) else None
 
     def inspect(self) -> Inspection:
         """The recorded graph and every query that a build would have to check again, in one

@@ -1,0 +1,110 @@
+"""`kbuild` with nothing to do, decided before the Kbuildfile runs: a stat per file, as git does.
+
+Running the Kbuildfile imports the rules, the model layer and pydantic: most of a no-op's time
+on a small store. A build that leaves every query settled therefore writes `.kbuild/uptodate.json`:
+the stat of every file the graph read and wrote (each as the engine recorded it with its hash),
+of the lock, of every Python file and prompt that the Kbuildfile and its rules were loaded
+from (taken before any rule ran), the OPENAI_* and KBUILD_* variables, and the listing the
+targets were computed from (the store's `*/sources.yml`). The next `kbuild` compares them and,
+when all hold, says so without running the Kbuildfile. Any difference, a missing record or a
+build that starts (which removes it first) means the ordinary build, which decides for itself.
+
+What it does not see: a Kbuildfile whose targets or settings depend on anything else (another
+environment variable, the clock, a folder it globs). Only a Kbuildfile with a knowledge base
+gets a record, since the knowledge base says what its targets are computed from.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+RECORD = "uptodate.json"
+ENVIRONMENT = ("OPENAI_", "KBUILD_")  # what the default backend's settings read
+RACY_NS = 2_000_000_000  # a file changed this recently may change again within its mtime's tick
+Stat = list[int]  # size, mtime_ns, inode
+
+
+@dataclass
+class Record:
+    kbuild: str  # this module's own stat: another kbuild installed is another kbuild
+    environment: str
+    code: dict[str, Stat]  # absolute paths
+    files: dict[str, Stat]  # relative to the root: inputs, outputs, the lock
+    listings: dict[str, list[str]]  # a glob relative to the root -> what it matched
+    queries: int
+
+
+def stat_of(path: str | Path) -> Stat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def environment_digest() -> str:
+    chosen = sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT))
+    return hashlib.sha256(json.dumps(chosen).encode()).hexdigest()
+
+
+def code_stats(root: Path, extra: list[Path]) -> dict[str, Stat] | None:
+    """The stat of every module loaded from under `root` or from kbuild itself, and of `extra`
+    (the rules' prompt files), taken now: before a rule reads them, so an edit made during the
+    build shows as a change next time. None when one changed too recently to trust its stat."""
+    package = Path(__file__).resolve().parent
+    paths = {Path(f).resolve() for m in list(sys.modules.values())
+             if (f := getattr(m, "__file__", None)) and f.endswith(".py")}
+    chosen = sorted(str(p) for p in paths if p.is_relative_to(package) or p.is_relative_to(root.resolve()))
+    chosen += sorted(str(Path(p).resolve()) for p in extra)
+    stats = {p: s for p in chosen if (s := stat_of(p)) is not None}
+    now = time.time_ns()
+    if any(now - s[1] < RACY_NS for s in stats.values()):
+        return None
+    return stats
+
+
+def listing(root: Path, pattern: str) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.glob(pattern))
+
+
+def record(state_dir: Path, entry: Record) -> None:
+    tmp = state_dir / f"{RECORD}.tmp"
+    tmp.write_text(json.dumps(asdict(entry)))
+    os.replace(tmp, state_dir / RECORD)
+
+
+def forget(state_dir: Path) -> None:
+    try:
+        os.unlink(state_dir / RECORD)
+    except FileNotFoundError:
+        pass
+
+
+def settled_queries(root: Path, state_dir: Path) -> int | None:
+    """The number of queries when nothing changed since the record; else None (build as usual)."""
+    try:
+        entry = Record(**json.loads((state_dir / RECORD).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if entry.kbuild != _self_stamp() or entry.environment != environment_digest():
+        return None
+    if any(stat_of(path) != stat for path, stat in entry.code.items()):
+        return None
+    if any(stat_of(root / path) != stat for path, stat in entry.files.items()):
+        return None
+    if any(listing(root, pattern) != found for pattern, found in entry.listings.items()):
+        return None
+    return entry.queries
+
+
+def _self_stamp() -> str:
+    return json.dumps(stat_of(__file__))
+
+
+def new_record(code: dict[str, Stat], files: dict[str, Stat], listings: dict[str, list[str]], queries: int) -> Record:
+    return Record(_self_stamp(), environment_digest(), code, files, listings, queries)

@@ -1,0 +1,95 @@
+"""`kbuild` with nothing to do says so without running the Kbuildfile, and never when something changed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import kbuild
+from documents import PAYMENTS, small_store
+
+from kbuild import uptodate
+from kbuild.engine import files
+
+MARKER = "\nPath(__file__).with_name('kbuildfile-ran').touch()\n"  # the Kbuildfile says when it runs
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # Stats of files written within the last 2 s are not trusted (git's racy rule); a test writes
+    # and builds within one second, so it lets them be trusted at once.
+    monkeypatch.setattr(uptodate, "RACY_NS", 0)
+    monkeypatch.setattr(files, "RACY_NS", 0)
+    small_store(tmp_path, {"payments.md": PAYMENTS})
+    kbuildfile = tmp_path / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text() + MARKER)
+    assert kbuild(tmp_path).exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0  # the no-op that finds every stat and records them
+    return tmp_path
+
+
+def ran(root: Path) -> bool:
+    marker = root / "kbuildfile-ran"
+    was = marker.exists()
+    marker.unlink(missing_ok=True)
+    return was
+
+
+def test_nothing_to_do_is_decided_without_running_the_kbuildfile(store):
+    assert (store / ".kbuild" / uptodate.RECORD).is_file()
+    ran(store)
+    result = kbuild(store)
+    assert result.exit_code == 0 and result.output.startswith("0 ran, ") and " reused" in result.output
+    assert not ran(store)
+    assert kbuild(store, "build").exit_code == 0 and not ran(store)
+    assert kbuild(store, "build", "--dry-run").exit_code == 0 and ran(store)  # options other than none: the usual way
+
+
+@pytest.mark.parametrize("change", ["source", "output", "sources.yml", "new project", "environment", "lock"])
+def test_any_change_takes_the_usual_build(store, change, monkeypatch):
+    fact = next((store / "kb/shop/facts/payments").glob("refund*.md"))
+    before = fact.read_text()
+    if change == "source":
+        (store / "payments.md").write_text(PAYMENTS.replace("every refund", "each refund"))
+    elif change == "output":
+        fact.write_text("edited by hand\n")
+    elif change == "sources.yml":
+        sources = store / "kb/shop/sources.yml"
+        sources.write_text(sources.read_text() + "# a comment\n")
+    elif change == "new project":
+        (store / "notes.md").write_text("# Notes\n\nThe shop opens at nine.\n")
+        assert kbuild(store, "add", "notes", "notes.md").exit_code == 0
+    elif change == "environment":
+        monkeypatch.setenv("KBUILD_MODEL", "another-model")
+    elif change == "lock":
+        lock = store / "kbuild.lock"
+        lock.write_text(lock.read_text() + "\n")
+    ran(store)
+    result = kbuild(store)
+    assert result.exit_code == 0, result.output
+    assert ran(store)
+    if change == "output":
+        assert fact.read_text() == before  # restored
+    if change == "new project":
+        assert (store / "kb/notes/index.md").is_file()
+
+
+def test_a_build_under_way_is_never_up_to_date(store, monkeypatch):
+    """A build removes the record before it changes anything: a `kbuild` started meanwhile, or
+    after a build killed half way, decides the usual way."""
+    from kbuild.engine import Engine
+
+    def killed(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Engine, "build", killed)
+    (store / "payments.md").write_text(PAYMENTS.replace("every refund", "each refund"))
+    kbuild(store)
+    assert not (store / ".kbuild" / uptodate.RECORD).exists()
+
+
+def test_a_store_with_url_sources_fetches_on_every_build(store):
+    sources = store / "kb/shop/sources.yml"
+    sources.write_text(sources.read_text() + "  - id: remote\n    url: http://127.0.0.1:9/nothing.md\n")
+    kbuild(store)
+    kbuild(store)
+    assert not (store / ".kbuild" / uptodate.RECORD).exists()
