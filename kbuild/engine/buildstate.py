@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -60,6 +61,7 @@ class BuildState:
         self.waits: dict[str, set[str]] = {}
         self.report = Report()
         self.last_commit = time.monotonic()
+        self.unsynced = False  # outputs written since the last commit, not yet synced to disk
         self.queries: dict[str, Query] = {}
         # When the last build left everything settled and only a few inputs changed, only the
         # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
@@ -121,6 +123,9 @@ class BuildState:
         if self.changed and not self.lock_behind and not self.lock_written:
             self.state.set_meta(LOCK_BEHIND, "1")
             self.lock_behind = True
+        if self.unsynced:  # the outputs the memos being committed name reach the disk first: one sync
+            os.sync()
+            self.unsynced = False
         self.state.commit()
 
     def _maybe_commit(self) -> None:

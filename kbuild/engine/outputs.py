@@ -21,11 +21,15 @@ class Outputs(BuildState):
             # an unchanged file is not touched; a symlink is replaced even when its target matches
             if self.hasher.hash(path) != digest or full.is_symlink():
                 try:
-                    atomic_write(full, data)
+                    # No fsync per file: the commit that records this output syncs the disk once
+                    # for every file written since the one before (buildstate._commit), and an
+                    # output lost to a power cut before that is caught by its recorded hash anyway.
+                    atomic_write(full, data, durable=False)
                 except OSError as exc:
                     exc.filename = path  # the output, not its temporary file: what the user knows
                     raise
                 self.hasher.wrote(path, digest)
+                self.unsynced = True
             written[path] = digest
             self.produced.add(path)
         for path in previous.keys() - written.keys():
