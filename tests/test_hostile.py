@@ -137,10 +137,10 @@ def test_a_full_disk_fails_the_page_with_a_clear_line_and_leaves_nothing_half_wr
     before = {p: p.read_bytes() for p in (tmp_path / "kb").rglob("*") if p.is_file()}
     real = engine_outputs.atomic_write
 
-    def full(path, data):
+    def full(path, data, **options):
         if path.name == "a.md" and "/facts/" in path.as_posix():
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, data)
+        real(path, data, **options)
 
     monkeypatch.setattr(engine_outputs, "atomic_write", full)
     (tmp_path / "a.md").write_text("# A\n\nOther words.\n")
