@@ -34,6 +34,9 @@ class Application(Protocol):
 
     def fetches(self) -> bool: ...  # whether before_build has work to do (then no build is skipped unseen)
 
+    @property
+    def grounded_rules(self) -> list[str]: ...  # rules whose pages must carry a passing grounding verdict
+
 
 def find_application(namespace: Mapping[str, object]) -> Application | None:
     """The application a Kbuildfile defines at module level, if any (the first, in file order)."""

@@ -91,11 +91,11 @@ def load(path: Path) -> Buildfile:
         candidates = value if isinstance(value, (list, tuple)) else [value]
         rules.extend(v for v in candidates if isinstance(v, Rule) and v not in rules)
     for rule in rules:  # a prompt that cannot be read fails every page of its rule: say so before building
-        missing = next((p for p in rule.prompts if not Path(p).is_file()), None)
+        missing = next((p for p in rule.files if not Path(p).is_file()), None)
         if missing is not None:
             raise BuildfileError(f"rule {rule.name} names the prompt {missing}, which cannot be read; if it is "
                                  "kbuild's own, reinstall kbuild (pip install --force-reinstall kbuild), "
-                                 "else fix the rule's prompts=")
+                                 "else fix the rule's files=")
     max_calls = namespace.get("max_calls", 4)
     if not isinstance(max_calls, int) or max_calls < 1:
         raise BuildfileError(f"{path}: max_calls must be a whole number of at least 1")

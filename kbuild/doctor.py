@@ -48,12 +48,12 @@ def diagnose(load: Callable[[], tuple[Buildfile, Engine]]) -> list[Finding]:
 def _kbuildfile(spec: Buildfile) -> list[Finding]:
     """Its rules, the prompt files they name, its targets; raises what running them raises."""
     findings = [Finding("PASS", f"{spec.path} loads: {len(spec.rules)} rules")]
-    unreadable = [f"{r.name}: {p}" for r in spec.rules for p in r.prompts if not _readable(p)]
+    unreadable = [f"{r.name}: {p}" for r in spec.rules for p in r.files if not _readable(p)]
     if unreadable:
         findings.append(Finding("FAIL", f"prompt files cannot be read ({len(unreadable)}): {unreadable[0]}",
                                 "reinstall kbuild (`pip install --force-reinstall kbuild`), or fix the path the rule names"))
     else:
-        prompts = {p for r in spec.rules for p in r.prompts}
+        prompts = {p for r in spec.rules for p in r.files}
         findings.append(Finding("PASS", f"every prompt file the rules name can be read ({len(prompts)})"))
     findings.append(Finding("PASS", f"targets(): {len(list(spec.targets()))} queries"))
     return findings

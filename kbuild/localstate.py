@@ -27,6 +27,12 @@ class LocalState(StateFolder):
         return self.path / "lookups.jsonl"
 
     @property
+    def fetch_problems(self) -> Path:
+        """Why each url source that failed to download did (JSON by "project/source"): the
+        message its raw/ copy's page fails with (kbuild.store.fetch)."""
+        return self.path / "fetch-problems.json"
+
+    @property
     def reports(self) -> Path:
         """The newest build reports, for `kbuild explain` (kbuild.reports)."""
         return self.path / "reports"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .text.ranking import rank
 from .text.tokens import estimate_tokens
+from .store.pages import rewritten_part
 
 ENTRY = re.compile(r"^- \[([^\]]+)\]\(([^)]+)\)(.*)$")
 
@@ -112,6 +113,5 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
 
 
 def _rewritten(page: Path, rel: str) -> str:
-    text = page.read_text("utf-8", errors="replace")
-    body = text.split("\n## Rewritten\n\n", 1)[-1].split("\n\n_Rewritten:", 1)[0].strip()
+    body = rewritten_part(page.read_text("utf-8", errors="replace"))
     return f"From [{rel}]({rel}):\n\n{body}"

@@ -55,7 +55,7 @@ def status(engine: Engine, targets: list[Query]) -> Status:
 def estimate(engine: Engine, rules: list[str]) -> str:
     """At most how many model calls and tokens rebuilding queries of these rules costs: every
     query of a rule that asks the model, at the average size of the calls logged so far."""
-    calls = sum(1 for name in rules if (rule := engine.rules.get(name)) is not None and "task" in rule.params)
+    calls = sum(1 for name in rules if (rule := engine.rules.get(name)) is not None and "backend" in rule.settings)
     if not calls:
         return "model calls: none expected"
     log = LocalState(engine.state_dir).call_log

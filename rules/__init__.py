@@ -18,6 +18,7 @@ from kbuild.model import Backend, ModelSettings, choose_backend
 from kbuild.store.layout import Store
 
 from .knowledge import KnowledgeBase
+from .settings import KnowledgeSettings
 
 
 def knowledge_base(
@@ -35,8 +36,8 @@ def knowledge_base(
     base URL the offline backend answers. `floor_tokens`/`cap_tokens` bound the size of a fact.
     `backend` replaces the backend altogether (tests, plugins).
     """
-    chosen = backend or choose_backend(model)
-    return KnowledgeBase(Path(root).resolve(), Store(store), chosen, floor_tokens, cap_tokens)
+    settings = KnowledgeSettings(Store(store), backend or choose_backend(model), floor_tokens, cap_tokens)
+    return KnowledgeBase(Path(root).resolve(), settings)
 
 
 __all__ = ["KnowledgeBase", "ModelSettings", "knowledge_base"]

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from kbuild.checks.grounding import Doubt, triage
-from kbuild.engine import Problem
+from kbuild.engine import Context, Problem
 from kbuild.engine.hashing import hash_bytes
 
 
@@ -34,7 +33,7 @@ def plain_text_failures(text: str, sources: str, limit: int = PLAIN_CHARS) -> li
     return failures
 
 
-async def unsupported_claims(ctx: Any, backend: Any, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
+async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
     """The sentences of each claim that its sources do not support, each with why.
 
     Code decides what it can (a number, keyword, code name or quoted term the sources lack:
@@ -50,13 +49,13 @@ async def unsupported_claims(ctx: Any, backend: Any, claims: list[tuple[str, lis
         cleared += triaged.passed
     if doubts:
         ctx.count("grounding: sentences asked", len(doubts))
-        for n in await backend.ground(ctx, doubts):
+        for n in await ctx.settings.backend.ground(ctx, doubts):
             found.append(f"\"{doubts[n].sentence[:80]}\" is not supported by its sources, the model says")
     ctx.count("grounding: sentences cleared by code", cleared)
     return found
 
 
-async def write_grounded(ctx: Any, backend: Any, path: str, page: str, claims: list[tuple[str, list[str]]],
+async def write_grounded(ctx: Context, path: str, page: str, claims: list[tuple[str, list[str]]],
                          framing: str = "") -> None:
     """Write `page` only if nothing in `claims` (the page's own statements, each with its sources)
     is unsupported, and record the verdict with the page's hash in the lock.
@@ -64,9 +63,10 @@ async def write_grounded(ctx: Any, backend: Any, path: str, page: str, claims: l
     A page that fails is not written: its previous version stays, and its query fails, so nothing
     is built on it in this run.
     """
-    found = await unsupported_claims(ctx, backend, claims, framing)
+    found = await unsupported_claims(ctx, claims, framing)
     if found:
         raise Problem(f"{path}: {'; '.join(found[:5])}; the previous version stays")
     ctx.write(path, page)
-    by = "code" if backend.name == "offline" else f"code and {backend.params('grounding').get('model')}"
+    # the rules that write grounded pages read the backend and the grounding task's settings
+    by = "code" if ctx.settings.backend.name == "offline" else f"code and {ctx.settings.grounding.get('model')}"
     ctx.note("grounding", {"passed": True, "by": by, "page": hash_bytes(page.encode())})

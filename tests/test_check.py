@@ -19,7 +19,7 @@ from kbuild.rules import knowledge_base
 
 kb = knowledge_base(Path(__file__).parent, floor_tokens=15, cap_tokens=40)
 
-@rule(prompts=["glossary-prompt.md"])
+@rule(files=["glossary-prompt.md"])
 async def glossary(ctx):
     """A rule of the project's own, with a prompt template of its own."""
     template = (Path(__file__).parent / "glossary-prompt.md").read_text()

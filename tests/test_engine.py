@@ -125,10 +125,10 @@ def test_changing_a_rule_reruns_its_queries_and_only_those(folder):
 def test_a_prompt_file_is_part_of_the_fingerprint(tmp_path):
     prompt = tmp_path / "prompt.md"
     prompt.write_text("Summarise.")
-    a = Rule(words.fn, "words", prompts=(prompt,))
+    a = Rule(words.fn, "words", files=(prompt,))
     before = a.fingerprint
     prompt.write_text("Summarise in one sentence.")
-    assert Rule(words.fn, "words", prompts=(prompt,)).fingerprint != before
+    assert Rule(words.fn, "words", files=(prompt,)).fingerprint != before
     assert Rule(words.fn, "words", params={"temperature": 0}).fingerprint != Rule(words.fn, "words").fingerprint
 
 

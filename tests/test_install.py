@@ -15,7 +15,7 @@ from model_replies import faithful_reply
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(1200)  # building a wheel on a loaded machine; nothing here waits on a clock
-PROMPTS = sorted(p.name for p in (REPO / "rules/prompts").iterdir())
+PROMPTS = sorted(p.name for p in (REPO / "kbuild/model/prompts").iterdir())
 
 KBUILDFILE = """
 from pathlib import Path
@@ -74,8 +74,8 @@ def test_an_installed_kbuild_builds_through_a_model_server_and_its_doctor_passes
 
 def test_a_missing_prompt_is_one_line_and_a_doctor_failure(installed, tmp_path):
     """What a broken install looked like: every model page failed with a traceback, doctor said PASS."""
-    prompts = Path(subprocess.run([installed / "bin/python", "-c", "import kbuild.rules, pathlib; "
-                                   "print(pathlib.Path(kbuild.rules.__file__).parent / 'prompts')"],
+    prompts = Path(subprocess.run([installed / "bin/python", "-c", "import kbuild.model, pathlib; "
+                                   "print(pathlib.Path(kbuild.model.__file__).parent / 'prompts')"],
                                   capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip())
     kbuild = installed / "bin/kbuild"
     with ScriptedServer(faithful_reply) as server:

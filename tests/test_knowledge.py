@@ -254,7 +254,7 @@ def test_the_repositorys_own_knowledge_base_builds(tmp_path):
 
 
 def test_a_document_that_starts_at_a_second_level_heading_is_titled_by_it():
-    from kbuild.rules.knowledge import _title
+    from kbuild.rules.facts import _title
 
     assert _title("intro line\n\n## Retry policy\n\ntext\n\n### Limits\n", "policy-doc") == "Retry policy"
     assert _title("## Preface\n\n# The real title\n", "x") == "The real title"  # the highest heading wins

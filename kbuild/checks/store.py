@@ -16,7 +16,6 @@ from ..engine.hashing import hash_bytes
 from .links import broken_links_in
 from .secrets import find_secrets
 
-CHECKED_RULES = ("fact", "view_page", "spec_page")  # pages whose statements must be grounded in their sources
 
 
 @dataclass(frozen=True)
@@ -28,6 +27,7 @@ class Finding:
 
 def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     root = engine.root
+    grounded = set(kb.grounded_rules) if kb is not None else set()
     inspection = engine.inspect()
     memos, stale = inspection.memos, inspection.stale
     findings: list[Finding] = []
@@ -77,7 +77,7 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
             findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
 
     for qid, memo in sorted(memos.items()):
-        if memo.rule not in CHECKED_RULES:
+        if memo.rule not in grounded:  # the application's pages whose statements must be grounded in their sources
             continue
         verdict = memo.notes.get("grounding")
         for path in memo.outputs:

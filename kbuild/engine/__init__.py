@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 # `rule` is a function and the name of its module: bound here, or importing the module would
 # leave the package's `rule` naming the module
-from .rule import Query, Rule, rule
+from .rule import Decisive, Query, Rule, rule
 
 EXPORTS = {
     "BuildLocked": "report", "BuildStopped": "report", "CallCache": "callcache", "Change": "verify",
@@ -21,7 +21,7 @@ EXPORTS = {
     "Memo": "state", "PathEscapesRoot": "files", "Problem": "report", "QueryFailed": "report", "Reason": "verify",
     "Report": "report", "read_lock": "lockfile", "to_graph": "graph",
 }
-__all__ = sorted([*EXPORTS, "Query", "Rule", "rule"])
+__all__ = sorted([*EXPORTS, "Decisive", "Query", "Rule", "rule"])
 
 
 def __getattr__(name: str) -> Any:

@@ -25,8 +25,7 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
     async def run(self, targets: list[Query], collect_garbage: bool) -> Report:
         started = time.perf_counter()
         for r in {t.rule for t in targets}:
-            if self.engine.rules.get(r.name) is not r:
-                self.engine.register(r)
+            self.engine.register(r)
         root_ids = [t.id for t in targets]
         report = self.report
         summary = self.clean_summary(root_ids)

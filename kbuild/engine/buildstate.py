@@ -84,9 +84,10 @@ class BuildState:
     def introduce(self, query: Query) -> None:
         """Make a query runnable by id: one nobody has built yet is known only by its Query."""
         if query.id not in self.queries:
-            if self.engine.rules.get(query.rule.name) is not query.rule:
-                self.engine.register(query.rule)
-            self.queries[query.id] = query
+            answering = self.engine.rules.get(query.rule.name)
+            if answering is not query.rule:
+                answering = self.engine.register(query.rule)
+            self.queries[query.id] = query if answering is query.rule else Query(answering, query.key)
 
     def close(self, save: bool = True) -> None:
         """Commit what this build settled (unless the state is damaged or only read) and close."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .hashing import ABSENT
 from .report import QueryFailed
-from .rule import Query
+from .rule import Query, Rule
 from .state import DepGroup, FileRead
 
 if TYPE_CHECKING:
@@ -35,6 +35,15 @@ class Context:
     @property
     def root(self) -> Path:
         return self._build.engine.root
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this query's rule declared (`@rule(settings=...)`), from its configuration."""
+        rule = self._query.rule
+        if rule.configuration is None and rule.settings:
+            raise TypeError(f"rule {rule.name} reads settings but was never configured; a Kbuildfile lists the "
+                            "rule as its application configured it (rule.configured(settings))")
+        return Settings(rule)
 
     def read(self, path: str | os.PathLike[str]) -> bytes:
         """The bytes of an input file. A missing file is recorded too, so creating it is a change."""
@@ -131,3 +140,20 @@ class Context:
         """
         build = self._build
         return await build.calls.call(request, compute, refresh=build.refresh)
+
+
+class Settings:
+    """What a rule may read of its configuration: the settings it declared, which are in its
+    fingerprint, and nothing else (reading another would hide a setting from the fingerprint)."""
+
+    __slots__ = ("_rule",)
+
+    def __init__(self, rule: Rule) -> None:
+        self._rule = rule
+
+    def __getattr__(self, name: str) -> Any:
+        rule = self._rule
+        if name not in rule.settings:
+            raise AttributeError(f"rule {rule.name} reads the setting {name!r} without declaring it; "
+                                 f"add it to @rule(settings=...) so that it is part of the rule's fingerprint")
+        return getattr(rule.configuration, name)

@@ -97,7 +97,8 @@ class Demand(Execute):
             return value
         blob = self.state.load_value(qid)
         if blob is not None and hash_bytes(blob) == self.green.get(qid):
-            value = decode_value(blob)
+            query = self._query_for(qid)
+            value = query.rule.decode(blob) if query is not None else decode_value(blob)
             self.values[qid] = value
             return value
         # Settled from the lock on a fresh clone: the value was never stored here; run it.

@@ -26,7 +26,6 @@ from .build import Build
 from .buildlock import BuildLock
 from .buildstate import Observer
 from .files import OutputArea
-from .hashing import decode_value
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .report import Report, StateDamaged, state_damaged, stop_for
 from .snapshot import CLEAN
@@ -64,10 +63,25 @@ class Engine:
         self.max_calls = max_calls
         self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
 
-    def register(self, r: Rule) -> None:
-        known = self.rules.setdefault(r.name, r)
-        if known is not r and known.fn is not r.fn:
+    def register(self, r: Rule) -> Rule:
+        """Know `r` by its name, and return the rule that answers for that name: a configured
+        copy of a rule stands for the rule itself (queries made with the module's rule run
+        with the configured one)."""
+        known = self.rules.get(r.name)
+        if known is None or known is r:
+            self.rules[r.name] = r
+            return r
+        if known.fn is not r.fn:
             raise ValueError(f"two different rules are named {r.name!r}; give one of them another name")
+        if r.configuration is None:
+            return known
+        if known.configuration is None:
+            self.rules[r.name] = r
+            return r
+        if known.configuration is not r.configuration:
+            raise ValueError(f"rule {r.name!r} is configured twice, with different settings; "
+                             "a Kbuildfile configures each rule once")
+        return known
 
     def build(
         self,
@@ -177,7 +191,7 @@ class Engine:
             state.db.close()
         if blob is None:
             raise KeyError(f"{query.id} has no stored value; run `kbuild` first")
-        return decode_value(blob)
+        return self.rules.get(query.rule.name, query.rule).decode(blob)
 
     def memos(self) -> dict[str, Memo]:
         """The recorded graph: from local state, or from the lock on a fresh clone."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from .context import Context
 from .cutoff import judge
-from .hashing import FAILED, decode_value, encode_value, hash_bytes
+from .hashing import FAILED, encode_value, hash_bytes
 from .outputs import Outputs
 from .report import CycleError, Problem, QueryFailed
 from .rule import Query
@@ -63,9 +63,8 @@ class Execute(Outputs):
         elif memo is not None and rule.cutoff is not None and outputs_intact and self.engine.cutoff_hooks:
             old_blob = self.state.load_value(qid)
             if old_blob is not None and hash_bytes(old_blob) == memo.hash:
-                old_value = decode_value(old_blob)
                 try:
-                    verdict = await judge(rule.cutoff, ctx, old_value, decode_value(blob))
+                    verdict = await judge(rule.cutoff, ctx, rule.decode(old_blob), rule.decode(blob))
                 except Exception as exc:
                     return self._fail(qid, f"its cutoff hook raised {type(exc).__name__}: {exc}", exc)
                 if verdict.decision is not None:
@@ -92,7 +91,7 @@ class Execute(Outputs):
             if not self.stop(exc, "writing the local state .kbuild/state.db"):
                 raise
             return self._fail(qid, str(exc), exc)
-        self.values[qid] = decode_value(blob)
+        self.values[qid] = rule.decode(blob)
         self.changed.add(qid)
         self.green[qid] = digest
         self.report.executed.append(qid)

@@ -36,6 +36,8 @@ def encode_value(value: Any) -> bytes:
     """Query values are bytes or JSON; a one-byte tag keeps them apart."""
     if isinstance(value, (bytes, bytearray)):
         return b"b" + bytes(value)
+    if hasattr(value, "model_dump"):  # a typed value (pydantic): stored as its JSON
+        value = value.model_dump(mode="json")
     try:
         return b"j" + canonical_json(value).encode()
     except TypeError as exc:

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .hashing import canonical_json, hash_bytes
+from .hashing import canonical_json, decode_value, hash_bytes
 from .sourcetexts import SourceTexts
 
 Key = tuple[Any, ...]
@@ -54,22 +54,39 @@ def query_id(rule_name: str, key: Key) -> str:
     return f"{rule_name}({canonical_json(list(key))[1:-1]})"
 
 
+@dataclass(frozen=True)
+class Decisive:
+    """What a setting puts in the fingerprint of a rule that reads it: JSON parameters, code
+    (functions and modules, by object or by dotted name) and files (prompt templates)."""
+
+    params: Any = None
+    code: tuple[Any, ...] = ()
+    files: tuple[Path, ...] = ()
+
+
 @dataclass(eq=False)
 class Rule:
     """How one kind of value is computed.
 
     The fingerprint covers what decides the output besides the inputs the rule reads: its code,
-    its prompt templates, its declared version and its model parameters. Changing any of them
-    makes this rule's queries stale, and only those.
+    the files it includes (prompt templates), its declared version, its parameters and the
+    settings it reads. Changing any of them makes this rule's queries stale, and only those.
+
+    A rule reads settings (`ctx.settings.NAME`) only by the names it declares in `settings`,
+    and only once it is `configured` with an object holding them: so a setting reaches the
+    fingerprint of exactly the rules that read it, never through a closure.
     """
 
     fn: RuleFunction
     name: str
     version: str | int = 0
-    prompts: tuple[Path, ...] = ()
+    files: tuple[Path, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
     cutoff: Cutoff | None = None
     uses: tuple[Any, ...] = ()  # helper functions and modules whose code decides the output too
+    settings: tuple[str, ...] = ()  # the names of the settings it reads
+    configuration: Any = None  # the object the settings are read from, once configured
+    returns: Any = None  # the type of its value (a pydantic model), read back from its JSON
     _fingerprint: str | None = field(default=None, repr=False)
 
     def __call__(self, *key: Any) -> Query:
@@ -77,6 +94,32 @@ class Rule:
             return Query(self, key)
         except TypeError:
             raise TypeError(f"the key of {self.name} must be JSON values (str, int, ...), got {key!r}") from None
+
+    def decode(self, blob: bytes) -> Any:
+        """The value stored as `blob`, as this rule's type: decoded once per build, then shared
+        by every query that reads it (so a typed value is never validated again per reader)."""
+        value = decode_value(blob)
+        if self.returns is None or value is None or isinstance(value, bytes):
+            return value
+        return self.returns.model_validate(value)
+
+    def configured(self, configuration: Any) -> Rule:
+        """This rule reading its settings from `configuration`. What decides each declared setting
+        joins the fingerprint: `configuration.decided_by(name)` where the configuration says (a
+        model backend is decided by its code and parameters, not by its object), else the
+        setting's value, which must then be JSON."""
+        params, code, files = dict(self.params), list(self.uses), list(self.files)
+        decided_by = getattr(configuration, "decided_by", None)
+        for name in self.settings:
+            if not hasattr(configuration, name):
+                raise TypeError(f"rule {self.name} reads the setting {name!r}, which "
+                                f"{type(configuration).__name__} does not have")
+            decided = decided_by(name) if decided_by is not None else Decisive(getattr(configuration, name))
+            params[name] = decided.params
+            code += decided.code
+            files += decided.files
+        return replace(self, params=params, uses=tuple(code), files=tuple(dict.fromkeys(files)),
+                       configuration=configuration, _fingerprint=None)
 
     @property
     def fingerprint(self) -> str:
@@ -90,17 +133,17 @@ class Rule:
         return self._fingerprint
 
     def _compute_fingerprint(self, sources: SourceTexts) -> str:
-        prompts = []
-        for path in self.prompts:
+        files = []
+        for path in self.files:
             try:
-                prompts.append([path.name, hash_bytes(path.read_bytes())])
+                files.append([path.name, hash_bytes(path.read_bytes())])
             except OSError as exc:
-                raise FileNotFoundError(f"rule {self.name}: cannot read its prompt {path}: {exc.strerror}") from None
+                raise FileNotFoundError(f"rule {self.name}: cannot read {path}: {exc.strerror}") from None
         parts = {
             "code": sources.source_of(self.fn),
             "cutoff": sources.source_of(self.cutoff) if self.cutoff else None,
             "version": self.version,
-            "prompts": prompts,
+            "prompts": files,
             "params": dict(self.params),
             "uses": [sources.source_of(u) for u in self.uses],
         }
@@ -112,23 +155,28 @@ def rule(
     *,
     name: str | None = None,
     version: str | int = 0,
-    prompts: Iterable[str | Path] = (),
+    files: Iterable[str | Path] = (),
     params: Mapping[str, Any] | None = None,
     cutoff: Cutoff | None = None,
     uses: Iterable[Any] = (),
+    settings: Iterable[str] = (),
+    returns: Any = None,
 ) -> Any:
-    """Declare a rule: `@rule` or `@rule(version=2, prompts=["prompts/summary.md"])`.
+    """Declare a rule: `@rule` or `@rule(version=2, files=["prompts/summary.md"])`.
 
-    Prompt paths are relative to the file that defines the rule. `uses` names the helper
-    functions or modules whose code decides the rule's output, so that changing them makes the
-    rule's queries stale as changing the rule itself does.
+    `files` (prompt templates, say) are relative to the file that defines the rule. `uses` names
+    the helper functions or modules whose code decides the rule's output, so that changing them
+    makes the rule's queries stale as changing the rule itself does. `settings` names what the
+    rule reads of its configuration (see `Rule.configured`). `returns` types its value: a
+    pydantic model the rule returns, which its readers get back as that model.
     """
 
     def wrap(f: RuleFunction) -> Rule:
         if not inspect.iscoroutinefunction(f):
             raise TypeError(f"rule {f.__name__} must be `async def` (it reads other queries with await)")
         here = Path(inspect.getfile(f)).resolve().parent
-        resolved = tuple(p if Path(p).is_absolute() else here / p for p in map(Path, prompts))
-        return Rule(f, name or f.__name__, version, resolved, dict(params or {}), cutoff, tuple(uses))
+        resolved = tuple(p if Path(p).is_absolute() else here / p for p in map(Path, files))
+        return Rule(f, name or f.__name__, version, resolved, dict(params or {}), cutoff, tuple(uses), tuple(settings),
+                    returns=returns)
 
     return wrap(fn) if fn is not None else wrap

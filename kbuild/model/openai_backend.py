@@ -108,10 +108,11 @@ def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0] + " …"
 
 
-def prompt_path(name: str) -> Path:
-    import kbuild.rules
+PROMPTS = Path(__file__).parent / "prompts"  # the templates this backend fills in, shipped with it
 
-    return Path(kbuild.rules.__file__).parent / "prompts" / name
+
+def prompt_path(name: str) -> Path:
+    return PROMPTS / name
 
 
 def untrusted(text: str) -> str:

@@ -35,6 +35,9 @@ class Store:
     def __init__(self, root: str = "kb") -> None:
         self.root = root.strip("/")
 
+    def __repr__(self) -> str:
+        return f"Store({self.root!r})"
+
     def index(self) -> str:
         return join(self.root, "index.md")
 
@@ -70,6 +73,18 @@ class Store:
 
     def text(self, project: str, source: str) -> str:
         return join(self.facts_dir(project, source), "text.md")
+
+    def pages_index(self, project: str, source: str) -> str:
+        return join(self.facts_dir(project, source), "pages", "index.md")
+
+    def figures_index(self, project: str, source: str) -> str:
+        return join(self.facts_dir(project, source), "figures", "index.md")
+
+    def views_dir(self, project: str) -> str:
+        return join(self.root, project, "artifacts", "views")
+
+    def specs_dir(self, project: str) -> str:
+        return join(self.root, project, "artifacts", "specs")
 
     def page_image(self, project: str, source: str, page: int) -> str:
         return join(self.facts_dir(project, source), "pages", f"p-{page:03d}.png")

@@ -1,0 +1,277 @@
+"""A source's text, its chunks, and each chunk's fact: the Original beside a rewrite that reads on its own.
+
+Every rule reads as little as it can (docs/design.md, locality): a fact reads its own chunk, not
+the source; a chunk's query is cut off when its words did not change, so one edited sentence
+reaches one fact and one summary. Paths are computed from validated ids, never taken from a
+model or a document.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from kbuild import slicing
+from kbuild.checks.grounding import triage, unsupported
+from kbuild.checks.links import broken_links_in, links_in
+from kbuild.checks.secrets import find_secrets, redact
+from kbuild.engine import Context, Problem, rule
+from kbuild.engine.hashing import hash_bytes
+from kbuild.model.offline import clean, prose_sentences
+from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
+from kbuild.store import pages
+from kbuild.store.layout import link
+from kbuild.store.links import needs_sources, rewrite_source_links, without_links
+
+from .cutoffs import same_meaning
+from .guard import plain_text_failures, write_grounded
+from .settings import model_rule
+from .sources import default_views, raw, source_pages
+from .values import ChunkSpans, Chunks, ChunkText, Page, Place, Reading, SourceText, Span
+
+PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
+PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
+RESERVED = {"index", "text", "pages", "figures"}  # names of a source folder's own pages
+CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint
+VIEW_PURPOSE = {
+    "digest": "What the project is and does, for anyone",
+    "user": "How the system behaves, for someone who uses it",
+    "developer": "How it is built, for someone who changes it",
+    "agreements": "Where the sources agree, where they disagree, and the open questions",
+}
+_convert_lock = threading.Lock()  # pymupdf is not thread-safe; conversions run one at a time
+
+
+def _title(text: str, fallback: str) -> str:
+    """A document's title: its highest heading near the top, of any level (many documents start
+    at `##`), else `fallback` (the source's id)."""
+    lines = text.splitlines()
+    found: list[tuple[int, int, str]] = []  # (level, line, words)
+    for i, line in enumerate(lines[:200]):
+        stripped = line.strip()
+        atx = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", stripped)
+        if atx and atx.group(2):
+            found.append((len(atx.group(1)), i, atx.group(2)))
+            continue
+        underline = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if stripped and len(underline) >= len(stripped) and len(set(underline)) == 1 and underline[0] in "=-~#*":
+            found.append((1 if underline[0] in "=#*" else 2, i, stripped))
+    return min(found)[2] if found else fallback
+
+
+def _convert(data: bytes, name: str) -> Any:
+    from kbuild.convert import convert  # pymupdf with it: imported when a source is converted
+
+    with _convert_lock:
+        return convert(data, name)
+
+
+def context_before(text: str, chars: int = PREVIOUS_CHARS) -> str:
+    """The end of the text before a chunk, from a paragraph or sentence start: what references
+    at the chunk's start ("it", "this rule") resolve against, and no more."""
+    if len(text) <= chars:
+        return text
+    tail = text[-chars:]
+    for mark in ("\n\n", ". ", "\n"):
+        cut = tail.find(mark)
+        if 0 <= cut < chars // 2:
+            return tail[cut + len(mark):].lstrip()
+    return tail[tail.find(" ") + 1:]
+
+
+HTML_TAG = re.compile(r"</?([a-zA-Z][a-zA-Z0-9-]*)(?=[\s/>])")  # a tag opens with its name: `x < y` is no tag
+
+
+def lost_facts(span: str, got: Reading) -> list[str]:
+    """What a reading lost: the chunk's numbers and requirement keywords that its rewrite does
+    not keep, and a summary with no words in it. A reply of "..." says nothing and is refused."""
+    failures = []
+    said = clean(span)  # the part's words, not its markup (page markers, link targets, list numbers)
+    missing = unsupported(said, [got.rewrite]) if any(ch.isalnum() for ch in said) else []
+    numbers_and_keywords = [m for m in missing if not m.startswith(("`", "\""))]
+    if numbers_and_keywords:
+        failures.append(f"the rewrite leaves out {', '.join(numbers_and_keywords[:8])}, which the part states")
+    failures += [f"the summary {problem}" for problem in plain_text_failures(got.summary, span)]
+    tags = set(HTML_TAG.findall(got.rewrite)) - set(HTML_TAG.findall(span))
+    if tags or "javascript:" in got.rewrite.lower():
+        failures.append("the rewrite holds HTML or a script the part does not; write Markdown")
+    return failures
+
+
+def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
+    """The sentences a model quoted, as their indices: the one a quote stands in or starts, else
+    the one sharing at least 60% of the quote's words. A quote that matches no sentence is
+    dropped: a view says only the source's own sentences."""
+    def words(text: str) -> list[str]:
+        return re.findall(r"\w+", text.lower())
+
+    bags = [words(s) for s in sentences]
+    found: list[int] = []
+    for quote in quotes:
+        said = words(quote)
+        if not said:
+            continue
+        joined = " ".join(said)
+        exact = [i for i, bag in enumerate(bags) if joined in " ".join(bag)]
+        if exact:
+            found.append(exact[0])
+            continue
+        share = [len(set(said) & set(bag)) / len(set(said)) for bag in bags]
+        best = max(range(len(bags)), key=lambda i: (share[i], -i), default=None)
+        if best is not None and share[best] >= 0.6:
+            found.append(best)
+    return sorted(set(found))
+
+
+
+@rule(version=3, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links", _title),
+      settings=("store",), returns=SourceText)
+async def text(ctx: Context, project: str, source: str) -> SourceText:
+    store = ctx.settings.store
+    got = await ctx.query(raw(project, source))
+    data = ctx.read(got.path)
+    try:
+        converted = await asyncio.to_thread(_convert, data, "original" + got.ext)
+    except Exception as exc:
+        from kbuild.convert import ConversionError
+
+        if not isinstance(exc, ConversionError):
+            raise
+        raise Problem(f"{project}/{source} ({got.origin}): {exc}") from None
+    for warning in converted.warnings:
+        ctx.warn(f"{project}/{source}: {warning}")
+    # Redacted here, where the words enter the graph: every page, model request, cached call
+    # and logged call is built from this text, so none of them can hold a secret. Only raw/
+    # keeps the source as it was (and images: a secret in the pixels of a page is not seen).
+    found = [kind for t in (converted.text, *(f.text for f in converted.figures)) for kind in find_secrets(t)]
+    if found:
+        kinds = ", ".join(sorted(set(found)))
+        ctx.warn(f"{project}/{source}: holds what looks like {kinds} ({len(found)} in all); raw/ keeps it, "
+                 "every other page and every model call has it replaced by [secret removed]; rotate it if it is real")
+    body = redact(converted.text)
+    figure_words = {f.name: redact(f.text) for f in converted.figures}
+    own = {f"figures/{f.name}{ext}" for f in converted.figures for ext in (".md", ".png")}
+    if converted.kind != "code" and needs_sources(body, own):  # in code, `handlers[kind](event)` is a call
+        body = rewrite_source_links(body, got.origin, store.text(project, source),
+                                    await ctx.query(source_pages(project)), own)
+    ctx.write(store.text(project, source), body)
+    for number, png in enumerate(converted.pages, start=1):
+        ctx.write(store.page_image(project, source, number), png)
+    if converted.pages:
+        ctx.write(store.pages_index(project, source), pages.pages_index(source, len(converted.pages)))
+    for figure in converted.figures:
+        ctx.write(store.figure(project, source, figure.name, ".png"), figure.png)
+        ctx.write(store.figure(project, source, figure.name, ".md"), figure_words[figure.name].rstrip() + "\n")
+    if converted.figures:
+        ctx.write(store.figures_index(project, source),
+                  pages.figures_index(source, [(f.name, f.page, figure_words[f.name]) for f in converted.figures]))
+    return SourceText(text=body, kind=converted.kind, title=got.title or _title(body, source),
+                      original=Path(got.path).name, pages=len(converted.pages), figures=figure_words)
+
+
+# The sizes reach the graph as settings (part of this rule's fingerprint): a changed size
+# makes exactly the queries that read it stale.
+@rule(version=2, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), returns=Chunks)
+async def chunks(ctx: Context, project: str, source: str) -> Chunks:
+    doc = await ctx.query(text(project, source))
+    cut = slice_text(doc.text, ctx.settings.floor_tokens, ctx.settings.cap_tokens, headings=doc.kind != "code")
+    return Chunks(title=doc.title, original=doc.original, pages=doc.pages, figures=sorted(doc.figures), chunks=[
+        Place(slug=name, start=c.start, end=c.end, headings=list(c.headings), covers=list(c.covers),
+              pages=list(c.pages) if c.pages else None)
+        for name, c in zip(fact_names(cut, RESERVED), cut)])
+
+
+@rule(version=1, uses=(context_before,), returns=ChunkSpans)
+async def chunk_spans(ctx: Context, project: str, source: str) -> ChunkSpans:
+    """Every chunk's words, cut from the text once: each chunk query takes its own, so an edit
+    costs one pass over the text, not one per chunk."""
+    doc = await ctx.query(text(project, source))
+    places = (await ctx.query(chunks(project, source))).chunks
+    words = chunk_texts(doc.text, [Chunk(p.start, p.end, (), None, 0) for p in places])
+    return ChunkSpans(spans={p.slug: Span(text=w, headings=p.headings, previous=context_before(words[n - 1]) if n else "")
+                             for n, (p, w) in enumerate(zip(places, words))})
+
+
+@rule(version=3, returns=ChunkText)
+async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText:
+    """One chunk's words, its headings and what comes just before: all a fact needs. Words only,
+    not where they stand: lines added above a chunk move it without changing it, and must not
+    reach the model calls that read it."""
+    doc = await ctx.query(text(project, source))
+    span = (await ctx.query(chunk_spans(project, source))).spans.get(slug)
+    if span is None:
+        raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
+    names = [name for name in doc.figures if f"figures/{name}." in span.text]
+    figures = dict(zip(names, await ctx.query_all([figure_text(project, source, n) for n in names])))
+    return ChunkText(text=span.text, headings=span.headings, previous=span.previous, title=doc.title, figures=figures)
+
+
+@model_rule("figure", uses=(redact, "kbuild.checks.secret_kinds"), settings=("store",), cutoff=same_meaning)
+async def figure_text(ctx: Context, project: str, source: str, name: str) -> str:
+    doc = await ctx.query(text(project, source))
+    png = ctx.read(ctx.settings.store.figure(project, source, name, ".png"))
+    # a model that reads the image may read a secret in its pixels
+    return redact(await ctx.settings.backend.describe_figure(ctx, png, doc.figures[name], name, doc.title))
+
+
+@model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
+            uses=(place_quotes, prose_sentences, redact, "kbuild.checks.secret_kinds", lost_facts, clean,
+                  plain_text_failures, without_links, "kbuild.checks.links", "kbuild.checks.grounding"),
+            returns=Reading)
+async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
+    """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
+    each default view should say. Everything else built from a chunk is code over this."""
+    store = ctx.settings.store
+    c = await ctx.query(chunk(project, source, slug))
+    views = await ctx.query(default_views(project))
+    page = ctx.root / store.fact(project, source, slug)
+    framing = " ".join([c.title, *c.headings])
+
+    def guardrail(got: dict[str, Any]) -> list[str]:  # before the answer is taken: a reply that fails is asked again
+        answer = Reading(rewrite=got["rewrite"], summary=got["summary"], picks={})
+        links = broken_links_in(answer.rewrite, page, ctx.root / store.root, repeats=links_in(c.text))
+        refused = triage(answer.rewrite, [c.text, *c.figures.values()], framing).refused
+        return ([f"the rewrite {problem}" for problem in links] + lost_facts(c.text, answer)
+                + [f"the rewrite's \"{sentence[:60]}\" {why}" for sentence, why in refused])
+
+    got = await ctx.settings.backend.read_chunk(ctx, c.text, c.headings, c.title, c.figures, c.previous,
+                                                {v: VIEW_PURPOSE[v] for v in views}, PICKS_PER_CHUNK, check=guardrail)
+    failures = guardrail(got)
+    if failures:
+        raise Problem(f"{project}/{source}/{slug}: {'; '.join(failures)}")
+    sentences = prose_sentences(c.text)
+    # A summary stands in indexes at every depth of the store: it keeps a link's words only.
+    return Reading(rewrite=redact(got["rewrite"]), summary=redact(without_links(got["summary"])),
+                   picks={v: place_quotes(got["picks"].get(v, []), sentences) for v in views})
+
+
+@model_rule("reading", cutoff=same_meaning)
+async def rewrite(ctx: Context, project: str, source: str, slug: str) -> str:
+    """The chunk rewritten to read on its own; a rewrite that means what the old one meant
+    keeps the old words, and the fact page above it is not touched."""
+    return (await ctx.query(reading(project, source, slug))).rewrite
+
+
+@model_rule("reading", cutoff=same_meaning)
+async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> str:
+    return (await ctx.query(reading(project, source, slug))).summary
+
+
+@model_rule("grounding", version=3, settings=("store", "label"), returns=Page,
+            uses=(write_grounded, pages, "kbuild.checks.grounding"))
+async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
+    store = ctx.settings.store
+    doc = await ctx.query(chunks(project, source))
+    place = next(c for c in doc.chunks if c.slug == slug)
+    c = await ctx.query(chunk(project, source, slug))
+    rewritten = await ctx.query(rewrite(project, source, slug))
+    path = store.fact(project, source, slug)
+    original = link(path, store.original(project, source, Path(doc.original).suffix))
+    page = pages.FactPage(original_name=doc.original, original_link=original, pages=place.pages, start=place.start,
+                          end=place.end, covers=place.covers, original=c.text, rewritten=rewritten.strip(),
+                          label=ctx.settings.label, title=doc.title).render()
+    framing = " ".join([c.title, *c.headings])
+    await write_grounded(ctx, path, page, [(rewritten, [c.text, *c.figures.values()])], framing)
+    return Page(path=path, hash=hash_bytes(page.encode()))

@@ -1,0 +1,172 @@
+"""The generated index files: each source's, the artifacts', each project's (with its abstract), the root's.
+
+An index line is a page's one-line summary; an index longer than INDEX_LINES gets another level
+instead of growing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.store.layout import slugify
+from kbuild.store.sources import DEFAULT_VIEWS
+from kbuild.store.pages import pages_phrase
+
+from .cutoffs import same_meaning
+from .facts import chunk_summary, chunks, fact
+from .failures import built, complete
+from .guard import plain_text_failures
+from .settings import model_rule
+from .sources import listing, problem, project_outline, raw
+from .summaries import source_summary
+from .values import Made, ProjectIndex, SourceIndex
+from .specs import spec_page
+from .views import view_page
+
+INDEX_LINES = 150
+
+
+def unique_names(titles: list[str]) -> list[str]:
+    """A file name for each title, unique among them."""
+    taken: set[str] = set()
+    names = []
+    for title in titles:
+        base = name = slugify(title)
+        n = 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+@rule(version=2, uses=(complete, built, unique_names, pages_phrase), settings=("store", "label"), returns=SourceIndex)
+async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
+    store = ctx.settings.store
+    doc = await ctx.query(chunks(project, source))
+    slugs = [c.slug for c in doc.chunks]
+    got = complete(ctx, await ctx.query_all([*(fact(project, source, s) for s in slugs),
+                                             *(chunk_summary(project, source, s) for s in slugs),
+                                             source_summary(project, source)], return_failures=True))
+    facts, summaries, summary = got[:len(slugs)], got[len(slugs):-1], got[-1]
+    if isinstance(summary, QueryFailed):
+        summary = "(no summary: a part of this source failed; run `kbuild` to see why)"
+    entries = []
+    for c, f, s in zip(doc.chunks, facts, summaries):
+        if isinstance(f, QueryFailed) or isinstance(s, QueryFailed):
+            entries.append((c, f"- {c.slug}: not built; run `kbuild` to see why"))
+            continue
+        where = f"lines {c.start}-{c.end}" + pages_phrase(c.pages).replace(",", ";")
+        holds = f" {'; '.join(c.covers)}:" if len(c.covers) > 1 else ""  # each heading it holds, for search
+        entries.append((c, f"- [{c.slug}]({c.slug}.md) ({where}):{holds} {s}"))
+    links = ["- [text.md](text.md): the whole source as text, no model involved"]
+    if doc.pages:
+        links.append("- [pages/](pages/index.md): each page as an image")
+    if doc.figures:
+        links.append("- [figures/](figures/index.md): tables and figures cut from the pages")
+    head = (f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
+            f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links) + "\n\n## Facts, in source order\n\n")
+    if len(entries) <= INDEX_LINES:
+        ctx.write(store.source_index(project, source), head + "\n".join(e for _, e in entries) + "\n")
+    else:  # another level: one sub-index per top-level section
+        groups: dict[str, list[str]] = {}
+        for c, line in entries:
+            groups.setdefault(c.headings[0] if c.headings else doc.title, []).append(line)
+        lines = []
+        folder = store.facts_dir(project, source)
+        for (group, group_lines), name in zip(groups.items(), unique_names(list(groups))):
+            ctx.write(f"{folder}/index-{name}.md", f"# {doc.title} › {group}\n\nBack to [the source's index]"
+                      f"(index.md).\n\n" + "\n".join(group_lines) + "\n")
+            lines.append(f"- [{group}](index-{name}.md): {len(group_lines)} facts")
+        ctx.write(store.source_index(project, source), head + "\n".join(lines) + "\n")
+    return SourceIndex(title=doc.title, summary=summary, facts=built(facts))
+
+
+@model_rule("abstract", version=1, uses=(complete, plain_text_failures), cutoff=same_meaning)
+async def abstract(ctx: Context, project: str) -> str:
+    outline = await ctx.query(project_outline(project))
+    indexes = complete(ctx, await ctx.query_all([source_index(project, s) for s in outline.sources],
+                                                return_failures=True))
+    summaries = [f"{i.title}: {i.summary}" for i in indexes if not isinstance(i, QueryFailed)]
+    if not outline.sources:
+        return "No sources yet."
+    if not summaries:
+        raise Problem(f"{project}: no source of it has a summary yet")
+    return await ctx.settings.backend.abstract(ctx, outline.title, summaries,
+                                               check=lambda text: plain_text_failures(text, "\n".join(summaries)))
+
+
+@rule(version=2, uses=(complete, built), settings=("store",), returns=Made)
+async def artifacts(ctx: Context, project: str) -> Made:
+    store = ctx.settings.store
+    listed = await ctx.query(listing(project))
+    names = [*DEFAULT_VIEWS[listed.kind], *(v.name for v in listed.views)]
+    made = complete(ctx, await ctx.query_all([*(view_page(project, v) for v in names),
+                                              *(spec_page(project, s.name) for s in listed.specs)],
+                                             return_failures=True))
+    views, specs = made[:len(names)], made[len(names):]
+    view_lines = [f"- [{n}]({n}.md): {v.summary[:160]}" if not isinstance(v, QueryFailed)
+                  else f"- {n}: not built; run `kbuild` to see why" for n, v in zip(names, views)]
+    spec_lines = [f"- [{s.name}]({s.name}.md): {v.requirements} requirements, from the "
+                  f"[{v.view} view](../views/{v.view}.md)" if not isinstance(v, QueryFailed)
+                  else f"- {s.name}: not built; run `kbuild` to see why" for s, v in zip(listed.specs, specs)]
+    ctx.write(f"{store.views_dir(project)}/index.md", "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its "
+              "first statement. `kbuild view add` asks for another.\n\n" + "\n".join(view_lines) + "\n")
+    ctx.write(f"{store.specs_dir(project)}/index.md", "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
+              "`kbuild spec add` asks for another.\n\n" + ("\n".join(spec_lines) or "No specs yet.") + "\n")
+    ctx.write(store.artifacts_index(project), f"# Artifacts of {listed.title or project}\n\nUp: [{project}](../index.md)"
+              "\n\nViews and specs written from the facts.\n\n"
+              f"- [views/](views/index.md): {built(views)} views\n- [specs/](specs/index.md): {built(specs)} specs\n")
+    return Made(views=built(views), specs=built(specs))
+
+
+@rule(version=2, uses=(complete,), settings=("store", "label"), returns=ProjectIndex)
+async def project_index(ctx: Context, project: str) -> ProjectIndex:
+
+
+    store, label = ctx.settings.store, ctx.settings.label
+    listed = await ctx.query(listing(project))
+    await ctx.query_all([problem(project, n) for n in range(len(listed.problems))], return_failures=True)
+    ids = listed.ids
+    got = complete(ctx, await ctx.query_all([*(raw(project, s) for s in ids), *(source_index(project, s) for s in ids),
+                                             abstract(project), artifacts(project)], return_failures=True))
+    raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
+    if isinstance(summary, QueryFailed):
+        summary = "(no abstract: a source of this project failed; run `kbuild` to see why)"
+    title = listed.title or project
+    raw_lines, fact_lines, source_lines = [], [], []
+    for sid, r, i in zip(ids, raws, indexes):
+        if not isinstance(r, QueryFailed):
+            raw_lines.append(f"- [{sid}]({sid}/{Path(r.path).name}): from {r.origin}, {r.bytes} bytes "
+                             f"([meta.yml]({sid}/meta.yml))")
+        if isinstance(i, QueryFailed):
+            source_lines.append(f"- {sid}: not built; run `kbuild` to see why")
+            continue
+        fact_lines.append(f"- [{sid}]({sid}/index.md): {i.title}, {i.facts} facts")
+        source_lines.append(f"- [{i.title}](facts/{sid}/index.md) ({sid}): {i.summary}")
+    kind = "research project (sources arrive as found; no specs)" if listed.kind == "research" else "project"
+    artifacts_line = (f"- [artifacts/](artifacts/index.md): {made.views} views and {made.specs} specs written from the facts\n"
+                      if isinstance(made, Made) else "- artifacts/: not built; run `kbuild` to see why\n")
+    ctx.write(store.project_index(project), (
+        f"# {title}\n\nUp: [all projects](../index.md)\n\n{summary}\n\n_A {kind}. Summaries: {label}._\n\n"
+        f"## Sources\n\n" + ("\n".join(source_lines) or "No sources yet: `kbuild add " + project + " PATH`.")
+        + "\n\n## Folders\n\n"
+        "- [raw/](raw/index.md): each source exactly as fetched, never edited\n"
+        "- [facts/](facts/index.md): each source as text, cut into facts, each with its summary\n"
+        + artifacts_line + "- [sources.yml](sources.yml): the list of sources, written by people\n"))
+    ctx.write(store.raw_index(project), f"# Raw sources of {title}\n\nUp: [{project}](../index.md)\n\nEach source exactly "
+              "as fetched, never edited, with where it came from.\n\n" + "\n".join(raw_lines) + "\n")
+    ctx.write(store.facts_index(project), f"# Facts of {title}\n\nUp: [{project}](../index.md)\n\nOne folder per source: "
+              "its text, its facts and their summaries.\n\n" + "\n".join(fact_lines) + "\n")
+    return ProjectIndex(title=title, abstract=summary, kind=listed.kind, sources=len(fact_lines))
+
+
+@rule(version=2, uses=(complete,), settings=("store",))
+async def root_index(ctx: Context, *projects: str) -> int:
+    indexes = complete(ctx, await ctx.query_all([project_index(p) for p in projects], return_failures=True))
+    lines = [f"- [{i.title}]({p}/index.md) ({p}, {i.sources} sources): {i.abstract}"
+             if not isinstance(i, QueryFailed) else f"- {p}: not built; run `kbuild` to see why"
+             for p, i in zip(projects, indexes)]
+    body = "\n".join(lines) if lines else "No projects yet: `kbuild add PROJECT PATH_OR_URL` starts one."
+    ctx.write(ctx.settings.store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
+    return len(projects)

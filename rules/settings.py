@@ -1,0 +1,63 @@
+"""The knowledge base's settings, and how they reach the graph.
+
+Every rule of the pipeline is a module-level function that names the settings it reads
+(`@rule(settings=...)`); `knowledge_base()` configures each with one `KnowledgeSettings`, and
+the engine puts what decides each named setting into that rule's fingerprint. So a changed
+setting makes exactly the queries that read it stale, and a rule cannot read a setting it did
+not name (the engine refuses).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbuild.engine import Decisive, rule
+from kbuild.model import Backend
+from kbuild.store.layout import Store
+
+# What the backend is asked, by setting name: each task's parameters (model, temperature...) and
+# prompt templates decide only the rules that ask it.
+TASKS = {"figure": "figure", "reading": "reading", "grounding": "grounding", "source_summary": "source summary",
+         "abstract": "abstract", "view": "view", "spec": "spec"}
+
+
+@dataclass(frozen=True, eq=False)
+class KnowledgeSettings:
+    store: Store
+    backend: Backend  # answers every task; decided by its name and code (its tasks' settings say the rest)
+    floor_tokens: int  # the sizes a fact is cut to
+    cap_tokens: int
+
+    @property
+    def label(self) -> str:
+        """How pages name who wrote their words ("written by gpt-4o-mini (model output, ...)")."""
+        return self.backend.label
+
+    def __getattr__(self, name: str) -> Any:
+        if name in TASKS:  # a task's setting reads as its parameters
+            return self.backend.params(TASKS[name])
+        raise AttributeError(name)
+
+    def decided_by(self, name: str) -> Decisive:
+        if name == "backend":
+            return Decisive({"name": self.backend.name}, tuple(self.backend.code))
+        if name in TASKS:
+            task = TASKS[name]
+            return Decisive(self.backend.params(task), files=tuple(Path(p) for p in self.backend.prompts(task)))
+        if name == "store":
+            return Decisive(self.store.root)
+        return Decisive(getattr(self, name))
+
+
+def model_rule(*tasks: str, settings: Iterable[str] = (), uses: Iterable[Any] = (), **options: Any) -> Callable[..., Any]:
+    """A rule that asks the backend `tasks`: it reads the backend and those tasks' settings, and
+    the meaning check's code decides its cutoff. One place declares it, so no model-backed rule
+    can leave the backend's code or a task's prompts out of its fingerprint."""
+    from kbuild import meaning
+
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise ValueError(f"unknown model tasks {unknown}; known: {', '.join(TASKS)}")
+    return rule(settings=("backend", *tasks, *settings), uses=(meaning, *uses), **options)

@@ -1,0 +1,63 @@
+"""Specs: requirements a coding agent implements, written from a view, each linked to its facts.
+
+Before a spec is written, code checks every requirement against the view statements it cites:
+its numbers, RFC 2119 keywords, code names and quoted terms must be there (kbuild.requirements).
+"""
+from __future__ import annotations
+
+from kbuild.checks.grounding import unsupported
+from kbuild.engine import Context, Problem
+from kbuild.requirements import acceptance_failures, normative_keyword
+from kbuild.store.layout import link
+
+from .guard import write_grounded
+from .settings import model_rule
+from .sources import listing
+from .values import SpecPage
+from .views import view_page
+
+
+@model_rule("spec", "grounding", version=4, settings=("store", "label"),
+            uses=(unsupported, write_grounded, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
+async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
+    store = ctx.settings.store
+    listed = await ctx.query(listing(project))
+    request = next(s for s in listed.specs if s.name == name)
+    view = await ctx.query(view_page(project, request.view))
+    statements = [{"text": st.text, "cites": st.cites, "origin": sec.origin}
+                  for sec in view.sections for st in sec.statements]
+    requirements = await ctx.settings.backend.write_spec(ctx, name, statements)
+    path = f"{store.specs_dir(project)}/{name}.md"
+    lines = [f"# Spec: {name}\n",
+             f"_What is required to be delivered, written from the [{request.view} view]({link(path, view.path)}). "
+             f"Every requirement links to the facts that support it. Requirements: {ctx.settings.label}._\n",
+             f"Up: [specs](index.md) · [{project}](../../index.md)\n", "## Requirements\n"]
+    origins = {ref: st["origin"] for st in statements for ref in st["cites"]}
+    claims: list[tuple[str, list[str]]] = []
+    for n, req in enumerate(requirements, start=1):
+        cited = [ref for ref in req["cites"] if ref in origins]
+        if not cited:
+            raise Problem(f"{project}/specs/{name}: requirement R{n} cites no fact of its view")
+        # what the view says of those facts: the grounded statements a requirement is written from
+        texts = [st["text"] for st in statements if set(st["cites"]) & set(cited)]
+        missing = unsupported(req["statement"], texts)
+        if missing:
+            raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
+                          "which its facts do not; the spec was not written")
+        if normative_keyword(req["statement"]) is None:
+            raise Problem(f"{project}/specs/{name}: requirement R{n} carries no RFC 2119 keyword used as one "
+                          "(MUST, SHALL, SHOULD, MAY ...); the spec was not written")
+        untestable = acceptance_failures(req["statement"], req["acceptance"])
+        if untestable:
+            raise Problem(f"{project}/specs/{name}: the acceptance of R{n} {'; '.join(untestable)}")
+        claims.append((req["statement"], texts))
+        links = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.fact(origins[ref], *ref.split('/', 1)))}))"
+                         for ref in cited)
+        lines.append(f"**R{n}.** {req['statement']} {links}\n")
+        lines.append(f"- Acceptance: {req['acceptance']}\n")
+    if not requirements:
+        lines.append(f"**A gap.** The {request.view} view states no requirement (no MUST, SHALL, SHOULD, "
+                     "MAY or REQUIRED); nothing here is for a coding agent to implement yet.\n")
+    page = "\n".join(lines).rstrip() + "\n"
+    await write_grounded(ctx, path, page, claims)
+    return SpecPage(path=path, requirements=len(requirements), view=request.view)

@@ -1,0 +1,152 @@
+"""The values the pipeline's queries return, typed: what one page's rule reads of another.
+
+Each is stored as its JSON (the engine hashes that for early cutoff) and read back as its model,
+once per build, whoever reads it.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RawCopy(Value):
+    """A source as fetched, in raw/."""
+
+    path: str
+    hash: str
+    bytes: int
+    ext: str
+    origin: str  # its path or url
+    title: str | None
+
+
+class SourceText(Value):
+    """A source converted to text.md, with its figures' words."""
+
+    text: str
+    kind: str  # "code", "prose", ...: code is not cut at headings
+    title: str
+    original: str  # the raw file's name
+    pages: int
+    figures: dict[str, str]
+
+
+class Place(Value):
+    """Where a chunk stands in text.md, and the headings it sits under."""
+
+    slug: str
+    start: int
+    end: int
+    headings: list[str]  # the heading chain in force where it starts
+    covers: list[str]  # every heading it holds text of: its index line and breadcrumb name each
+    pages: list[int] | None
+
+
+class Chunks(Value):
+    """How a source is cut: where each chunk stands. Words are in ChunkSpans."""
+
+    title: str
+    original: str
+    pages: int
+    figures: list[str]
+    chunks: list[Place]
+
+
+class Span(Value):
+    """One chunk's words and the end of the text before it (what references resolve against)."""
+
+    text: str
+    headings: list[str]
+    previous: str
+
+
+class ChunkSpans(Value):
+    """Every chunk's words, cut once per change of the text, for each chunk query to take its own."""
+
+    spans: dict[str, Span]
+
+
+class ChunkText(Value):
+    """All a fact needs: its chunk's words, headings, what comes just before, and its figures."""
+
+    text: str
+    headings: list[str]
+    previous: str
+    title: str
+    figures: dict[str, str]
+
+
+class Reading(Value):
+    """The one model call a chunk costs: rewrite, summary, and which sentences each default view says."""
+
+    rewrite: str
+    summary: str
+    picks: dict[str, list[int]]
+
+
+class Page(Value):
+    path: str
+    hash: str
+
+
+class Group(Value):
+    section: str
+    slugs: list[str]
+
+
+class FactGroups(Value):
+    title: str
+    groups: list[Group]
+
+
+class SourceIndex(Value):
+    title: str
+    summary: str
+    facts: int
+
+
+class Outline(Value):
+    title: str
+    sources: list[str]
+
+
+class ProjectIndex(Value):
+    title: str
+    abstract: str
+    kind: str
+    sources: int
+
+
+class Statement(Value):
+    text: str
+    cites: list[str]  # fact refs, "<source>/<slug>"
+
+
+class Section(Value):
+    """One section of a view: what one group of a source's facts says to it."""
+
+    origin: str  # the project of the facts it cites
+    source: str
+    title: str
+    statements: list[Statement]
+
+
+class ViewPage(Value):
+    path: str
+    summary: str
+    gap: bool
+    sections: list[Section]
+
+
+class SpecPage(Value):
+    path: str
+    requirements: int
+    view: str
+
+
+class Made(Value):
+    views: int
+    specs: int

@@ -1,0 +1,200 @@
+"""Views: what a person reads, in sections that each cite the facts they come from.
+
+A view is built from sections, one per group of a source's facts (a default view) or one per
+source with material on its subject (a view on request), each its own query reading exactly the
+facts it cites: when one fact changes, only the section citing it is written again and the rest
+of the page stays byte for byte. Links are computed from fact ids, never taken from a model.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kbuild.checks.grounding import unsupported
+from kbuild.checks.secrets import redact
+from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.engine.hashing import hash_bytes
+from kbuild.model.offline import prose_sentences
+from kbuild.store.layout import link
+from kbuild.store.sources import ViewRequest
+from kbuild.topic import Candidate, Passage, passages, rank
+
+from .cutoffs import same_section
+from .facts import VIEW_PURPOSE, chunk, fact, reading
+from .failures import complete
+from .guard import plain_text_failures, unsupported_claims
+from .settings import model_rule
+from .sources import listing
+from .summaries import fact_groups
+from .values import Section, Statement, ViewPage
+
+SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
+
+
+def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[Statement]:
+    """A default view's section, by code: the sentences its facts' readings picked for the view,
+    word for word, each citing its fact. Taken in turns across the facts up to the section's
+    size, so that no one fact fills a digest, then put back in source order."""
+    queues = [[(n, i) for i in f["picks"].get(view, [])] for n, f in enumerate(facts)]
+    chosen: list[tuple[int, int]] = []
+    while len(chosen) < SECTION_STATEMENTS[view] and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < SECTION_STATEMENTS[view]:
+                chosen.append(queue.pop(0))
+    return [Statement(text=facts[n]["sentences"][i], cites=[facts[n]["ref"]]) for n, i in sorted(chosen)]
+
+
+@rule(version=5, uses=("kbuild.topic",))
+async def fact_sentences(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
+    """The prose passages of each fact of one group of a source, with the headings each sits
+    under, which views on request rank, select and cite."""
+    found = await ctx.query(fact_groups(project, source))
+    if group >= len(found.groups):
+        raise Problem(f"{project}/{source} has no group {group} any more")
+    slugs = found.groups[group].slugs
+    texts = await ctx.query_all([chunk(project, source, s) for s in slugs])
+    return {"facts": [{"ref": f"{source}/{slug}", "passages": [
+        {"text": p.text, "headings": list(p.headings), "paragraph": p.paragraph}
+        for p in passages(t.text, [found.title, *(h for h in t.headings if h != found.title)])]}
+        for slug, t in zip(slugs, texts)]}
+
+
+@rule(version=2, returns=ViewRequest)
+async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | None:
+    """A view's request as sources.yml has it (None for a default view), so that sections read
+    only their own request and not every edit of sources.yml."""
+    return next((v for v in (await ctx.query(listing(project))).views if v.name == view), None)
+
+
+def _title_of(found: Any, section: str) -> str:
+    return found.title if section == found.title else f"{found.title} › {section}"
+
+
+@model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
+            uses=(assemble_section, unsupported_claims, plain_text_failures, _title_of, "kbuild.checks.grounding",
+                  "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
+            cutoff=same_section, returns=Section)
+async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
+    """One section of a view: what one group of a source's facts says to it (for a view on
+    request, group -1: the facts of the source that the ranking found).
+
+    A default view's section is assembled by code from the sentences each fact's reading
+    picked: the source's own words, citing their fact, so there is nothing to ground and no
+    call to make. A view on request asks the model over the ranked sentences only, and its
+    statements are grounded against the sentences they cite."""
+    request = await ctx.query(view_request(project, view))
+    if request is None:
+        found = await ctx.query(fact_groups(origin, source))
+        if group >= len(found.groups):
+            raise Problem(f"{origin}/{source} has no group {group} any more")
+        slugs = found.groups[group].slugs
+        # a section cites fact pages: one that failed its checks fails the section, and the
+        # view keeps its previous version rather than link to a page that is not there
+        await ctx.query_all([fact(origin, source, s) for s in slugs])
+        texts = await ctx.query_all([chunk(origin, source, s) for s in slugs])
+        readings = await ctx.query_all([reading(origin, source, s) for s in slugs])
+        facts = [{"ref": f"{source}/{slug}", "sentences": prose_sentences(t.text), "picks": r.picks}
+                 for slug, t, r in zip(slugs, texts, readings)]
+        return Section(origin=origin, source=source, title=_title_of(found, found.groups[group].section),
+                       statements=assemble_section(view, facts))
+
+    hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
+    by_fact: dict[str, list[str]] = {}
+    for h in hits:
+        by_fact.setdefault(h["ref"], []).append(h["sentence"])
+    facts = [{"ref": ref, "sentences": sentences} for ref, sentences in by_fact.items()]
+    title = (await ctx.query(fact_groups(origin, source))).title
+    said = {ref: " ".join(sentences) for ref, sentences in by_fact.items()}
+
+    def grounded(statements: list[dict[str, Any]]) -> list[str]:
+        """The code checks: each statement cites a fact of this section, and says no number,
+        requirement keyword, code name or quoted term that its cited sentences do not."""
+        failures = []
+        for st in statements:
+            if not st["cites"] or not set(st["cites"]) <= set(said):
+                failures.append(f"\"{st['text'][:60]}\" cites no fact of this section")
+                continue
+            missing = unsupported(st["text"], [said[r] for r in st["cites"]])
+            if missing:
+                failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
+            failures += [f"\"{st['text'][:60]}\" {problem}"
+                         for problem in plain_text_failures(st["text"], " ".join(said[r] for r in st["cites"]))]
+        return failures
+
+    written = await ctx.settings.backend.write_section(ctx, "requested", request.about, title, facts, grounded)
+    statements = [{**st, "text": redact(st["text"])} for st in written]
+    failures = grounded(statements)
+    if failures:
+        raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")
+    claims = await unsupported_claims(ctx, [(st["text"], [said[r] for r in st["cites"]]) for st in statements], title)
+    if claims:
+        raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(claims[:5])}")
+    return Section(origin=origin, source=source, title=title,
+                   statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
+
+
+@rule(version=3, uses=("kbuild.topic", complete))
+async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
+    """The sentences a requested view draws on, ranked across the whole project (kbuild.topic)."""
+    listed = await ctx.query(listing(project))
+    request = next(v for v in listed.views if v.name == view)
+    origins = [(project, s) for s in listed.ids]
+    for other in request.across:
+        origins += [(other, s) for s in (await ctx.query(listing(other))).ids]
+    outlines = complete(ctx, await ctx.query_all([fact_groups(p, s) for p, s in origins], return_failures=True))
+    groups = [(p, s, n) for (p, s), o in zip(origins, outlines) if not isinstance(o, QueryFailed)
+              for n in range(len(o.groups))]
+    found = complete(ctx, await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups], return_failures=True))
+    candidates = [Candidate(f"{p}/{s}", f["ref"], Passage(x["text"], tuple(x["headings"]), x["paragraph"]))
+                  for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
+                  for f in doc["facts"] for x in f["passages"]]
+    hits: dict[str, list[dict[str, Any]]] = {}
+    for hit in rank(request.about, candidates):
+        hits.setdefault(hit.section, []).append({"ref": hit.ref, "sentence": hit.sentence, "score": hit.score})
+    return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
+
+
+@rule(version=3, uses=(complete,), settings=("store", "label"), returns=ViewPage)
+async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
+    store = ctx.settings.store
+    listed = await ctx.query(listing(project))
+    request = next((v for v in listed.views if v.name == view), None)
+    if request is not None:
+        ranked = await ctx.query(view_hits(project, view))
+        keys = [k for k in ranked["origins"] if k in ranked["hits"]]
+        parts = [(*k.split("/", 1), -1) for k in keys]
+        purpose = f"On request: {request.about}"
+    else:
+        outlines = complete(ctx, await ctx.query_all([fact_groups(project, s) for s in listed.ids],
+                                                     return_failures=True))
+        parts = [(project, s, n) for s, o in zip(listed.ids, outlines) if not isinstance(o, QueryFailed)
+                 for n in range(len(o.groups))]
+        purpose = VIEW_PURPOSE[view]
+    # a section that fails its checks, code or model, fails the page: the previous version stays whole
+    sections = await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
+    path = f"{store.views_dir(project)}/{view}.md"
+    body = [f"# {view.replace('-', ' ').capitalize()} view of {listed.title or project}\n",
+            f"_{purpose}. Every statement cites the fact it comes from. Statements: {ctx.settings.label}._\n",
+            f"Up: [views](index.md) · [{project}](../../index.md)\n"]
+    summary = ""
+    said: set[str] = set()  # a sentence documents repeat is said once, where it first stands
+    for section in sections:
+        fresh = [st for st in section.statements if " ".join(st.text.lower().split()) not in said]
+        if not fresh:
+            continue
+        body.append(f"## {section.title}\n")
+        for statement in fresh:
+            said.add(" ".join(statement.text.lower().split()))
+            cites = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.fact(section.origin, *ref.split('/', 1)))}))"
+                             for ref in statement.cites)
+            body.append(f"- {statement.text} {cites}")
+            summary = summary or statement.text
+        body.append("")
+    if not summary:
+        about = request.about if request else purpose
+        body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
+                    "Add a source that does, or ask for a view on something the sources cover.\n")
+    page = "\n".join(body).rstrip() + "\n"
+    ctx.write(path, page)  # each section was checked before it came here
+    ctx.note("grounding", {"passed": True, "by": "sections", "page": hash_bytes(page.encode())})
+    return ViewPage(path=path, summary=summary or "(a gap: nothing in the sources speaks to this)", gap=not summary,
+                    sections=list(sections))
