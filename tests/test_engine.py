@@ -5,6 +5,7 @@ import asyncio
 import os
 import random
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -494,3 +495,48 @@ def test_a_page_its_reader_stops_reading_is_forgotten_with_its_file_after_a_smal
     assert build(tmp_path, listed_pages("list.txt"), rules=rules).executed == ['page("gamma")']
     assert (tmp_path / "out/gamma.md").read_text() == "# gamma\n"
     assert build(tmp_path, listed_pages("list.txt"), rules=rules).executed == []
+
+
+@dataclass(frozen=True)
+class Sizes:
+    width: int
+    unit: str
+
+
+@rule(settings=("width",))
+async def padded(ctx, path):
+    RUNS.append(f"padded {path}")
+    return ctx.read_text(path).strip().ljust(ctx.settings.width, ".")
+
+
+@rule(settings=("width",))
+async def sneaky(ctx, path):
+    return ctx.settings.unit  # not declared: a setting the fingerprint would not see
+
+
+@rule
+async def both(ctx, path):
+    return [await ctx.query(padded(path)), await ctx.query(words(path))]
+
+
+def test_a_setting_reaches_the_rules_that_read_it_and_only_them(folder):
+    (folder / "a.txt").write_text("hi\n")
+
+    def build(width):
+        rules = [padded.configured(Sizes(width, "cm")), words, both]
+        RUNS.clear()
+        report = Engine(folder, rules).build([both("a.txt")])  # queries made with the module's rules
+        assert not report.failed, report.failed
+        return Engine(folder, rules).value(both("a.txt"))
+
+    assert build(4) == ["hi..", ["hi"]] and "padded a.txt" in RUNS
+    assert build(4) == ["hi..", ["hi"]] and RUNS == []
+    assert build(6) == ["hi....", ["hi"]] and RUNS == ["padded a.txt"]  # words did not read the width
+
+
+def test_a_rule_cannot_read_a_setting_it_did_not_name(folder):
+    (folder / "a.txt").write_text("hi\n")
+    report = Engine(folder, [sneaky.configured(Sizes(4, "cm"))]).build([sneaky("a.txt")])
+    assert "reads the setting 'unit' without declaring it" in report.failed[sneaky("a.txt").id]
+    with pytest.raises(TypeError, match="does not have"):
+        rule(settings=("height",))(padded.fn).configured(Sizes(4, "cm"))
