@@ -1,0 +1,80 @@
+"""What a one-sentence edit costs in wall time, as a user feels it, as documents and projects grow.
+
+    python benchmarks/edit_time.py [--chunks 20 200 2000] [--facts 100 1000] [--runs 3]
+
+Offline backend, each build a whole `kbuild -q` process. A document of N chunks is N sections
+cut one fact each (floor and cap small); a project of N facts is N/20 such documents of 20. After
+a cold build, one sentence of one section is edited and the next build timed (median of
+`--runs` edits, each a different sentence). The aim (issue 16): the largest at most 1.5x the
+smallest, since the edit reaches one fact, one summary and the pages above them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KBUILDFILE = """from pathlib import Path
+from kbuild.rules import knowledge_base
+
+kb = knowledge_base(Path(__file__).parent, floor_tokens=20, cap_tokens=60)
+RULES = kb.rules
+targets = kb.targets
+before_build = kb.before_build
+"""
+
+
+def document(sections: int, seed: int) -> str:
+    return "".join(f"## Part {seed} {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} "
+                   f"seconds before it is sent again.\n\n" for n in range(sections))
+
+
+def kbuild(root: Path, *args: str) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "kbuild", "-q", *args], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    if done.returncode != 0:
+        raise SystemExit(f"kbuild failed in {root}: {done.stdout}{done.stderr}")
+    return time.perf_counter() - started
+
+
+def measure(documents: int, sections: int, runs: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "Kbuildfile.py").write_text(KBUILDFILE)
+        (root / "kb/p").mkdir(parents=True)
+        (root / "kb/p/sources.yml").write_text("sources:\n" + "".join(f"  - id: d{n}\n    path: d{n}.md\n"
+                                                                      for n in range(documents)))
+        for n in range(documents):
+            (root / f"d{n}.md").write_text(document(sections, n))
+        cold = kbuild(root)
+        times = []
+        for run in range(runs):
+            target = root / "d0.md"
+            part = (run * 7) % sections
+            target.write_text(target.read_text().replace(f"The limit of part {part} is", f"The limit of part {part} was"))
+            times.append(kbuild(root))
+        return cold, statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, nargs="*", default=[20, 200, 2000])
+    parser.add_argument("--facts", type=int, nargs="*", default=[100, 1000])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    rows = [(f"document of {n} chunks", *measure(1, n, args.runs)) for n in args.chunks]
+    rows += [(f"project of {n} facts", *measure(max(1, n // 20), 20, args.runs)) for n in args.facts]
+    print("| store | cold build | one-sentence edit |")
+    print("|---|---|---|")
+    for name, cold, edit in rows:
+        print(f"| {name} | {cold:.2f} s | {edit:.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
