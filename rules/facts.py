@@ -17,8 +17,7 @@ from kbuild import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import broken_links_in, links_in
 from kbuild.checks.secrets import find_secrets, redact
-from kbuild.engine import Context, Problem, rule
-from kbuild.engine.hashing import hash_bytes
+from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.model.offline import clean, prose_sentences
 from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
 from kbuild.store import pages

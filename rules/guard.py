@@ -4,8 +4,7 @@ from __future__ import annotations
 import re
 
 from kbuild.checks.grounding import Doubt, triage
-from kbuild.engine import Context, Problem
-from kbuild.engine.hashing import hash_bytes
+from kbuild.engine import Context, Problem, hash_bytes
 
 
 MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(|javascript:|data:text", re.I)

@@ -73,9 +73,8 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
         for c, line in entries:
             groups.setdefault(c.headings[0] if c.headings else doc.title, []).append(line)
         lines = []
-        folder = store.facts_dir(project, source)
         for (group, group_lines), name in zip(groups.items(), unique_names(list(groups))):
-            ctx.write(f"{folder}/index-{name}.md", f"# {doc.title} › {group}\n\nBack to [the source's index]"
+            ctx.write(store.source_part_index(project, source, name), f"# {doc.title} › {group}\n\nBack to [the source's index]"
                       f"(index.md).\n\n" + "\n".join(group_lines) + "\n")
             lines.append(f"- [{group}](index-{name}.md): {len(group_lines)} facts")
         ctx.write(store.source_index(project, source), head + "\n".join(lines) + "\n")
@@ -110,9 +109,9 @@ async def artifacts(ctx: Context, project: str) -> Made:
     spec_lines = [f"- [{s.name}]({s.name}.md): {v.requirements} requirements, from the "
                   f"[{v.view} view](../views/{v.view}.md)" if not isinstance(v, QueryFailed)
                   else f"- {s.name}: not built; run `kbuild` to see why" for s, v in zip(listed.specs, specs)]
-    ctx.write(f"{store.views_dir(project)}/index.md", "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its "
+    ctx.write(store.views_index(project), "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its "
               "first statement. `kbuild view add` asks for another.\n\n" + "\n".join(view_lines) + "\n")
-    ctx.write(f"{store.specs_dir(project)}/index.md", "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
+    ctx.write(store.specs_index(project), "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
               "`kbuild spec add` asks for another.\n\n" + ("\n".join(spec_lines) or "No specs yet.") + "\n")
     ctx.write(store.artifacts_index(project), f"# Artifacts of {listed.title or project}\n\nUp: [{project}](../index.md)"
               "\n\nViews and specs written from the facts.\n\n"

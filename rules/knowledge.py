@@ -10,10 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from kbuild.engine import Query, Rule
-from kbuild.engine.files import atomic_write
+from kbuild.engine import FOLDER, Query, Rule, atomic_write
 from kbuild.localstate import LocalState
-from kbuild.engine.layout import FOLDER
 from kbuild.model import Backend
 from kbuild.store.fetch import fetch_urls
 from kbuild.store.layout import Store

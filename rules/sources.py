@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbuild.engine import Context, Problem, rule
-from kbuild.engine.hashing import hash_bytes
+from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.localstate import LocalState
 from kbuild.store import sources as sources_module
 from kbuild.store.fetch import meta_yml

@@ -27,7 +27,7 @@ async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     statements = [{"text": st.text, "cites": st.cites, "origin": sec.origin}
                   for sec in view.sections for st in sec.statements]
     requirements = await ctx.settings.backend.write_spec(ctx, name, statements)
-    path = f"{store.specs_dir(project)}/{name}.md"
+    path = store.spec(project, name)
     lines = [f"# Spec: {name}\n",
              f"_What is required to be delivered, written from the [{request.view} view]({link(path, view.path)}). "
              f"Every requirement links to the facts that support it. Requirements: {ctx.settings.label}._\n",

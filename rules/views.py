@@ -11,8 +11,7 @@ from typing import Any
 
 from kbuild.checks.grounding import unsupported
 from kbuild.checks.secrets import redact
-from kbuild.engine import Context, Problem, QueryFailed, rule
-from kbuild.engine.hashing import hash_bytes
+from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
 from kbuild.model.offline import prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
@@ -171,7 +170,7 @@ async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
         purpose = VIEW_PURPOSE[view]
     # a section that fails its checks, code or model, fails the page: the previous version stays whole
     sections = await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
-    path = f"{store.views_dir(project)}/{view}.md"
+    path = store.view(project, view)
     body = [f"# {view.replace('-', ' ').capitalize()} view of {listed.title or project}\n",
             f"_{purpose}. Every statement cites the fact it comes from. Statements: {ctx.settings.label}._\n",
             f"Up: [views](index.md) · [{project}](../../index.md)\n"]

@@ -19,7 +19,8 @@ EXPORTS = {
     "BuildLocked": "report", "BuildStopped": "report", "CallCache": "callcache", "Change": "verify",
     "Context": "context", "CycleError": "report", "Engine": "engine", "FileRead": "state", "LockError": "lockfile",
     "Memo": "state", "PathEscapesRoot": "files", "Problem": "report", "QueryFailed": "report", "Reason": "verify",
-    "Report": "report", "read_lock": "lockfile", "to_graph": "graph",
+    "Report": "report", "read_lock": "lockfile", "to_graph": "graph", "hash_bytes": "hashing",
+    "atomic_write": "files", "FOLDER": "layout",
 }
 __all__ = sorted([*EXPORTS, "Decisive", "Query", "Rule", "rule"])
 
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
     from .callcache import CallCache
     from .context import Context
     from .engine import Engine
-    from .files import PathEscapesRoot
+    from .files import PathEscapesRoot, atomic_write
     from .graph import to_graph
+    from .hashing import hash_bytes
+    from .layout import FOLDER
     from .lockfile import LockError, read_lock
     from .report import BuildLocked, BuildStopped, CycleError, Problem, QueryFailed, Report
     from .state import FileRead, Memo

@@ -80,11 +80,21 @@ class Store:
     def figures_index(self, project: str, source: str) -> str:
         return join(self.facts_dir(project, source), "figures", "index.md")
 
-    def views_dir(self, project: str) -> str:
-        return join(self.root, project, "artifacts", "views")
+    def source_part_index(self, project: str, source: str, part: str) -> str:
+        """The index of one top-level section of a source too long for one index."""
+        return join(self.facts_dir(project, source), f"index-{part}.md")
 
-    def specs_dir(self, project: str) -> str:
-        return join(self.root, project, "artifacts", "specs")
+    def views_index(self, project: str) -> str:
+        return join(self.root, project, "artifacts", "views", "index.md")
+
+    def view(self, project: str, view: str) -> str:
+        return join(self.root, project, "artifacts", "views", f"{view}.md")
+
+    def specs_index(self, project: str) -> str:
+        return join(self.root, project, "artifacts", "specs", "index.md")
+
+    def spec(self, project: str, spec: str) -> str:
+        return join(self.root, project, "artifacts", "specs", f"{spec}.md")
 
     def page_image(self, project: str, source: str, page: int) -> str:
         return join(self.facts_dir(project, source), "pages", f"p-{page:03d}.png")
