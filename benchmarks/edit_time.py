@@ -2,8 +2,8 @@
 
     python benchmarks/edit_time.py [--chunks 20 200 2000] [--facts 100 1000] [--runs 3]
 
-Offline backend, each build a whole `kbuild -q` process. A document of N chunks is N sections
-cut one fact each (floor and cap small); a project of N facts is N/20 such documents of 20. After
+Offline backend, each build a whole `kbuild -q` process. A document of N chunks is N sections in
+chapters of 20, cut one fact each (floor and cap small); a project of N facts is N/20 such documents of 20. After
 a cold build, one sentence of one section is edited and the next build timed (median of
 `--runs` edits, each a different sentence). The aim (issue 16): the largest at most 1.5x the
 smallest, since the edit reaches one fact, one summary and the pages above them.
@@ -30,8 +30,14 @@ before_build = kb.before_build
 
 
 def document(sections: int, seed: int) -> str:
-    return "".join(f"## Part {seed} {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} "
-                   f"seconds before it is sent again.\n\n" for n in range(sections))
+    """A standard's shape: a title, chapters of 20 sections, a rule or two in each."""
+    parts = [f"# Document {seed}\n\n"]
+    for n in range(sections):
+        if n % 20 == 0:
+            parts.append(f"## Chapter {n // 20 + 1}\n\n")
+        parts.append(f"### Part {seed} {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} "
+                     f"seconds before it is sent again.\n\n")
+    return "".join(parts)
 
 
 def kbuild(root: Path, *args: str) -> float:

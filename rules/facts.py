@@ -28,7 +28,7 @@ from .cutoffs import same_meaning
 from .guard import plain_text_failures, write_grounded
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
-from .values import ChunkSpans, Chunks, ChunkText, Page, Place, Reading, SourceText, Span
+from .values import Chunks, ChunkText, Page, Place, Reading, SourceText, Span
 
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
@@ -182,29 +182,34 @@ async def chunks(ctx: Context, project: str, source: str) -> Chunks:
         for name, c in zip(fact_names(cut, RESERVED), cut)])
 
 
-@rule(version=1, uses=(context_before,), returns=ChunkSpans)
-async def chunk_spans(ctx: Context, project: str, source: str) -> ChunkSpans:
-    """Every chunk's words, cut from the text once: each chunk query takes its own, so an edit
-    costs one pass over the text, not one per chunk."""
+@rule(version=2, uses=(context_before,), parts=True)
+async def chunk_spans(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """Every chunk's words (a Span each, by slug), cut from the text once per change of it. Each
+    chunk query reads its own entry only (a part read), so an edited sentence runs the one chunk
+    query whose words changed, not one per chunk of the source."""
     doc = await ctx.query(text(project, source))
     places = (await ctx.query(chunks(project, source))).chunks
     words = chunk_texts(doc.text, [Chunk(p.start, p.end, (), None, 0) for p in places])
-    return ChunkSpans(spans={p.slug: Span(text=w, headings=p.headings, previous=context_before(words[n - 1]) if n else "")
-                             for n, (p, w) in enumerate(zip(places, words))})
+    return {p.slug: Span(text=w, headings=p.headings, previous=context_before(words[n - 1]) if n else "",
+                         title=doc.title).model_dump()
+            for n, (p, w) in enumerate(zip(places, words))}
 
 
-@rule(version=3, returns=ChunkText)
+@rule(version=4, returns=ChunkText)
 async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText:
     """One chunk's words, its headings and what comes just before: all a fact needs. Words only,
     not where they stand: lines added above a chunk move it without changing it, and must not
     reach the model calls that read it."""
-    doc = await ctx.query(text(project, source))
-    span = (await ctx.query(chunk_spans(project, source))).spans.get(slug)
-    if span is None:
+    found = await ctx.query_part(chunk_spans(project, source), slug)
+    if found is None:
         raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
-    names = [name for name in doc.figures if f"figures/{name}." in span.text]
-    figures = dict(zip(names, await ctx.query_all([figure_text(project, source, n) for n in names])))
-    return ChunkText(text=span.text, headings=span.headings, previous=span.previous, title=doc.title, figures=figures)
+    span = Span.model_validate(found)
+    figures: dict[str, str] = {}
+    if "figures/" in span.text:  # the source's figures are read only by the chunks that show one
+        doc = await ctx.query(text(project, source))
+        names = [name for name in doc.figures if f"figures/{name}." in span.text]
+        figures = dict(zip(names, await ctx.query_all([figure_text(project, source, n) for n in names])))
+    return ChunkText(text=span.text, headings=span.headings, previous=span.previous, title=span.title, figures=figures)
 
 
 @model_rule("figure", uses=(redact, "kbuild.checks.secret_kinds"), settings=("store",), cutoff=same_meaning)

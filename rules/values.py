@@ -56,17 +56,13 @@ class Chunks(Value):
 
 
 class Span(Value):
-    """One chunk's words and the end of the text before it (what references resolve against)."""
+    """One chunk's words, the end of the text before it (what references resolve against), and
+    the source's title: an entry of chunk_spans, which its chunk query alone reads."""
 
     text: str
     headings: list[str]
     previous: str
-
-
-class ChunkSpans(Value):
-    """Every chunk's words, cut once per change of the text, for each chunk query to take its own."""
-
-    spans: dict[str, Span]
+    title: str
 
 
 class ChunkText(Value):

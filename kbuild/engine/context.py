@@ -7,10 +7,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .files import PathEscapesRoot
 from .hashing import ABSENT
 from .report import QueryFailed
 from .rule import Query, Rule
-from .state import DepGroup, FileRead
+from .state import DepGroup, FileRead, PartHash
 
 if TYPE_CHECKING:
     from .demand import Demand
@@ -71,10 +72,33 @@ class Context:
         (value,) = await self.query_all([query])
         return value
 
+    async def query_part(self, query: Query, part: str) -> Any:
+        """One entry of the value of a query whose rule has parts=True (None if it has none):
+        this query then runs again when that entry changes, not when another one does."""
+        if not query.rule.parts:
+            raise TypeError(f"rule {query.rule.name} has no parts; declare it with @rule(parts=True)")
+        (value,) = await self._settle([query])
+        if isinstance(value, QueryFailed):
+            self.deps.append([(query.id, self._build.current_hash(query.id))])
+            raise value
+        memo = self._build.memos[query.id]
+        self.deps.append([(query.id, PartHash.of(part, memo.parts.get(part, ABSENT)))])
+        return value.get(part)
+
     async def query_all(self, queries: Sequence[Query], *, return_failures: bool = False) -> list[Any]:
         """Read several queries concurrently. With `return_failures`, a failed one is returned as
         its QueryFailed instead of raising, so a rule can build around it (an index leaving out a
         page that failed its checks)."""
+        values = await self._settle(queries)
+        build = self._build
+        self.deps.append([(q.id, build.current_hash(q.id)) for q in queries])
+        failures = [v for v in values if isinstance(v, QueryFailed)]
+        if failures and not return_failures:
+            raise failures[0]
+        return values
+
+    async def _settle(self, queries: Sequence[Query]) -> list[Any]:
+        """The values of `queries` (a failed one as its QueryFailed), each brought up to date."""
         build = self._build
         me = self._query.id
         for q in queries:
@@ -93,13 +117,7 @@ class Context:
             fetched = {missing[0]: await build.value_of(missing[0])}
         else:
             fetched = dict(zip(missing, await asyncio.gather(*(build.value_of(i) for i in missing)))) if missing else {}
-        values = [fetched[i] if i in fetched else known[i] for i in ids]
-        group = [(i, build.current_hash(i)) for i in ids]
-        self.deps.append(group)
-        failures = [v for v in values if isinstance(v, QueryFailed)]
-        if failures and not return_failures:
-            raise failures[0]
-        return list(values)
+        return [fetched[i] if i in fetched else known[i] for i in ids]
 
     @property
     def state_dir(self) -> Path:
@@ -128,7 +146,11 @@ class Context:
     def write(self, path: str, data: bytes | str) -> None:
         """Produce a file (relative to the root). It is written when the rule succeeds, atomically,
         and removed when a later run of this query no longer produces it."""
-        self._build.engine.outputs.path(path)  # refuse a path outside the outputs' folder now, in the rule
+        # a path outside the outputs' folder is refused now, in the rule; where it leads through
+        # the file system (a symlinked folder) is checked when it is written
+        why = self._build.engine.outputs.problem(path, resolve=False)
+        if why is not None:
+            raise PathEscapesRoot(why)
         self.outputs[Path(path).as_posix()] = data.encode() if isinstance(data, str) else bytes(data)
 
     async def call(

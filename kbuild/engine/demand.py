@@ -83,10 +83,15 @@ class Demand(Execute):
                 seen[unsettled[0]] = await self.demand(unsettled[0], qid)
             elif unsettled:  # brought up to date together; a task each only for these
                 seen = dict(zip(unsettled, await asyncio.gather(*(self.demand(d, qid) for d in unsettled))))
-            reason = first_changed_read(group, self.hasher.hash, lambda dep: seen.get(dep) or green[dep])
+            reason = first_changed_read(group, self.hasher.hash, lambda dep: seen.get(dep) or green[dep],
+                                        parts_of=self._parts_of)
             if reason is not None:
                 return reason
         return None
+
+    def _parts_of(self, qid: str) -> dict[str, str] | None:
+        memo = self.memos.get(qid)  # settled: the memo of the value that stands
+        return memo.parts if memo is not None else None
 
     async def value_of(self, qid: str) -> Any:
         """The value of a settled query, or its QueryFailed."""

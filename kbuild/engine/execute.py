@@ -6,8 +6,9 @@ import traceback
 from typing import Literal
 
 from .context import Context
+from .files import PathEscapesRoot
 from .cutoff import judge
-from .hashing import FAILED, encode_value, hash_bytes
+from .hashing import FAILED, encode_value, hash_bytes, part_hashes
 from .outputs import Outputs
 from .report import CycleError, Problem, QueryFailed
 from .rule import Query
@@ -76,11 +77,18 @@ class Execute(Outputs):
                 outputs = memo.outputs  # the old value stands, and so do its files
             else:
                 outputs = self._write_outputs(ctx.outputs, memo.outputs if memo else {})
+        except PathEscapesRoot as exc:  # a folder on its way became a symlink out of the store
+            return self._fail(qid, str(exc), exc)
         except OSError as exc:
             self.stop(exc, f"writing {exc.filename}")
             return self._fail(qid, f"cannot write its output: {exc}", exc)
         notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
-        new = Memo(qid, rule.name, list(query.key), rule.fingerprint_with(self.sources), ctx.deps, digest, outputs, notes)
+        try:
+            parts = part_hashes(blob) if rule.parts else {}  # of the value that stands, old or new
+        except ValueError as exc:
+            return self._fail(qid, str(exc), exc)
+        new = Memo(qid, rule.name, list(query.key), rule.fingerprint_with(self.sources), ctx.deps, digest, outputs,
+                   notes, parts)
         if memo is not None:
             self.replaced.setdefault(qid, memo)
             self.dropped |= {d for d, _ in flat(memo.deps) if not isinstance(d, FileRead)} - {d for d, _ in flat(new.deps)}

@@ -6,7 +6,7 @@ import gc
 from .buildstate import BuildState
 from .lockfile import read_lock
 from .snapshot import CLEAN
-from .state import FileRead, Memo, State, flat
+from .state import FileRead, Memo, PartHash, State, flat
 
 
 class GraphLoading(BuildState):
@@ -41,7 +41,9 @@ class GraphLoading(BuildState):
         green = self.green
         for qid in reached:
             for dep, recorded in flat(self.memos[qid].deps):
-                if dep not in reached and not isinstance(dep, FileRead):
+                # a part read recorded the hash of one part, not the value's: the query is
+                # settled from its own memo when it is demanded
+                if dep not in reached and not isinstance(dep, FileRead) and PartHash.part_of(recorded) is None:
                     green[dep] = recorded
         for qid in root_ids:
             memo = self.memos.get(qid) if qid not in reached else None

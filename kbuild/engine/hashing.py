@@ -47,6 +47,14 @@ def encode_value(value: Any) -> bytes:
         ) from None
 
 
+def part_hashes(blob: bytes) -> dict[str, str]:
+    """The hash of each entry of a value that is a JSON object: what a part read compares."""
+    value = decode_value(blob)
+    if not isinstance(value, dict):
+        raise ValueError(f"a rule with parts=True must return a JSON object, not {type(value).__name__}")
+    return {key: hash_bytes(canonical_json(entry).encode()) for key, entry in value.items()}
+
+
 def decode_value(blob: bytes) -> Any:
     if blob[:1] == b"b":
         return blob[1:]

@@ -44,6 +44,7 @@ def render_entry(qid: str, m: Memo) -> str:
         f'   "hash": {dumps(m.hash)},\n'
         f'   "outputs": {outputs},\n'
         + (f'   "notes": {dumps(m.notes, sort_keys=True)},\n' if m.notes else "")
+        + (f'   "parts": {dumps(m.parts, sort_keys=True)},\n' if m.parts else "")
         + f'   "deps": {deps}\n'
         "  }"
     )
@@ -140,7 +141,8 @@ def read_lock(path: Path) -> dict[str, Memo]:
         queries = doc["queries"]
         typed_reads([e["deps"] for e in queries.values()])
         return {
-            qid: Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}))
+            qid: Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}),
+                      e.get("parts", {}))
             for qid, e in queries.items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -17,9 +17,9 @@ class Outputs(BuildState):
         written: dict[str, str] = {}
         for path, data in sorted(produced.items()):
             digest = hash_bytes(data)
-            full = area.path(path)
             # an unchanged file is not touched; a symlink is replaced even when its target matches
-            if self.hasher.hash(path) != digest or full.is_symlink():
+            if self.hasher.hash(path) != digest or (area.root / path).is_symlink():
+                full = area.path(path)  # checked through the file system where it is written
                 try:
                     # No fsync per file: the commit that records this output syncs the disk once
                     # for every file written since the one before (buildstate._commit), and an

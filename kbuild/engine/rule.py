@@ -87,6 +87,7 @@ class Rule:
     settings: tuple[str, ...] = ()  # the names of the settings it reads
     configuration: Any = None  # the object the settings are read from, once configured
     returns: Any = None  # the type of its value (a pydantic model), read back from its JSON
+    parts: bool = False  # its value is a JSON object whose entries are hashed one by one, for part reads
     _fingerprint: str | None = field(default=None, repr=False)
 
     def __call__(self, *key: Any) -> Query:
@@ -161,6 +162,7 @@ def rule(
     uses: Iterable[Any] = (),
     settings: Iterable[str] = (),
     returns: Any = None,
+    parts: bool = False,
 ) -> Any:
     """Declare a rule: `@rule` or `@rule(version=2, files=["prompts/summary.md"])`.
 
@@ -168,7 +170,9 @@ def rule(
     the helper functions or modules whose code decides the rule's output, so that changing them
     makes the rule's queries stale as changing the rule itself does. `settings` names what the
     rule reads of its configuration (see `Rule.configured`). `returns` types its value: a
-    pydantic model the rule returns, which its readers get back as that model.
+    pydantic model the rule returns, which its readers get back as that model. With `parts`, the
+    value is a JSON object and a reader may read one entry of it (`ctx.query_part`): that reader
+    runs again only when its entry changes, not when another does.
     """
 
     def wrap(f: RuleFunction) -> Rule:
@@ -177,6 +181,6 @@ def rule(
         here = Path(inspect.getfile(f)).resolve().parent
         resolved = tuple(p if Path(p).is_absolute() else here / p for p in map(Path, files))
         return Rule(f, name or f.__name__, version, resolved, dict(params or {}), cutoff, tuple(uses), tuple(settings),
-                    returns=returns)
+                    returns=returns, parts=parts)
 
     return wrap(fn) if fn is not None else wrap

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .buildstate import BuildState
-from .state import FileRead
+from .state import FileRead, PartHash
 from .verify import Change, Reason, outside_reads, read_changed
 
 
@@ -58,7 +58,8 @@ class Scan(BuildState):
                             i -= 1
                             break
                     elif reason is None:
-                        reason = read_changed(dep, recorded, now, "dry run")
+                        parts = memos[dep].parts if PartHash.part_of(recorded) is not None and dep in memos else None
+                        reason = read_changed(dep, recorded, now, "dry run", parts)
                 if descend is not None:
                     cursor[qid] = i
                     if reason is not None:

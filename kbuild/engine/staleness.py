@@ -31,7 +31,8 @@ def inspect(build: GraphLoading) -> Inspection:
 
     for qid, memo in memos.items():
         reason = (outside_reads(memo, build.engine.rules, build.sources, file_hash)
-                  or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status"))
+                  or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status",
+                                        parts_of=lambda dep: memos[dep].parts if dep in memos else None))
         if reason:
             causes[qid] = reason
     readers: dict[str, list[str]] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .files import StatKey
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 
 
 class FileRead(str):
@@ -35,6 +35,24 @@ class FileRead(str):
         return self[len(FileRead.PREFIX):]
 
 
+class PartHash(str):
+    """What a read of one part of a query's value recorded (`ctx.query_part`): the part's name
+    and the hash of that part alone, so the read still holds when the rest of the value changes.
+    Any other read of a query records the hash of its whole value (a plain str)."""
+
+    __slots__ = ()
+    MARK = "@"  # never in a hash, which is hex or a word (failed, absent)
+
+    @classmethod
+    def of(cls, part: str, digest: str) -> PartHash:
+        return cls(f"{digest}{cls.MARK}{part}")
+
+    @staticmethod
+    def part_of(recorded: str) -> str | None:
+        digest, mark, part = recorded.partition(PartHash.MARK)
+        return part if mark else None
+
+
 DepGroup = list[tuple[str, str]]  # (FileRead or query id, hash read); one group is read concurrently
 
 
@@ -52,7 +70,8 @@ def typed_reads(deps: list[list[DepGroup]]) -> list[list[DepGroup]]:
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memo (
     id TEXT PRIMARY KEY, rule TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
-    deps TEXT NOT NULL, hash TEXT NOT NULL, outputs TEXT NOT NULL, notes TEXT NOT NULL, value BLOB
+    deps TEXT NOT NULL, hash TEXT NOT NULL, outputs TEXT NOT NULL, notes TEXT NOT NULL, parts TEXT NOT NULL,
+    value BLOB
 );
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, ino INTEGER, hash TEXT
@@ -81,8 +100,9 @@ class Memo:
     hash: str
     outputs: dict[str, str] = field(default_factory=dict)
     notes: dict[str, object] = field(default_factory=dict)  # what a rule recorded about its output
+    parts: dict[str, str] = field(default_factory=dict)  # the hash of each part of its value, for part reads
 
-    def to_row(self) -> tuple[str, str, str, str, str, str, str, str]:
+    def to_row(self) -> tuple[str, str, str, str, str, str, str, str, str]:
         return (
             self.id,
             self.rule,
@@ -92,6 +112,7 @@ class Memo:
             self.hash,
             json.dumps(self.outputs, sort_keys=True, separators=(",", ":")),
             json.dumps(self.notes, sort_keys=True, separators=(",", ":")),
+            json.dumps(self.parts, sort_keys=True, separators=(",", ":")),
         )
 
 
@@ -122,7 +143,7 @@ class State:
 
     def load_memos(self, ids: Iterable[str] | None = None) -> dict[str, Memo]:
         """Every memo, or those of `ids` that exist."""
-        columns = "SELECT id, rule, key, fingerprint, deps, hash, outputs, notes FROM memo"
+        columns = "SELECT id, rule, key, fingerprint, deps, hash, outputs, notes, parts FROM memo"
         if ids is None:
             rows = self.db.execute(columns).fetchall()
         else:
@@ -130,14 +151,15 @@ class State:
                     self.db.execute(f"{columns} WHERE id IN ({','.join('?' * len(batch))})", batch)]
         if not rows:
             return {}
-        ids, rules, keys, fingerprints, deps, hashes, outputs, notes = zip(*rows)
+        ids, rules, keys, fingerprints, deps, hashes, outputs, notes, parts = zip(*rows)
         # One json.loads over all rows instead of one per row: the per-call overhead was most
         # of the time of a no-op build.
-        keys, deps, outputs, notes = (json.loads("[" + ",".join(c) + "]") for c in (keys, deps, outputs, notes))
+        keys, deps, outputs, notes, parts = (json.loads("[" + ",".join(c) + "]")
+                                             for c in (keys, deps, outputs, notes, parts))
         typed_reads(deps)
         return {
-            i: Memo(i, r, k, f, d, h, o, n)
-            for i, r, k, f, d, h, o, n in zip(ids, rules, keys, fingerprints, deps, hashes, outputs, notes)
+            i: Memo(i, r, k, f, d, h, o, n, p)
+            for i, r, k, f, d, h, o, n, p in zip(ids, rules, keys, fingerprints, deps, hashes, outputs, notes, parts)
         }
 
     def readers(self, deps: Iterable[str]) -> set[str]:
@@ -161,7 +183,7 @@ class State:
         self.db.executemany("INSERT INTO writes VALUES (?,?)", ((p, memo.id) for p in memo.outputs))
 
     def save_memo(self, memo: Memo, value: bytes | None) -> None:
-        self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,?)", (*memo.to_row(), value))
+        self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,?,?)", (*memo.to_row(), value))
         self._index(memo)
 
     def replace_memos(self, memos: Iterable[Memo], keep_values_of: set[str]) -> None:
@@ -173,7 +195,7 @@ class State:
         for memo in memos:
             if memo.id in keep_values_of:
                 continue
-            self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,NULL)", memo.to_row())
+            self.db.execute("INSERT OR REPLACE INTO memo VALUES (?,?,?,?,?,?,?,?,?,NULL)", memo.to_row())
             self._index(memo)
 
     def delete_memos(self, ids: Iterable[str]) -> None:

@@ -14,7 +14,8 @@ from typing import Literal
 
 from .rule import Rule
 from .sourcetexts import SourceTexts
-from .state import FileRead, Memo
+from .hashing import ABSENT, FAILED
+from .state import FileRead, Memo, PartHash
 
 
 class Change(enum.Enum):
@@ -90,8 +91,17 @@ def outside_reads(memo: Memo | None, rules: Mapping[str, Rule], sources: SourceT
     return None
 
 
-def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build") -> Reason | None:
-    """Whether one recorded read still holds: `now` is the hash it has now (None: none at all)."""
+PartsOf = Callable[[str], Mapping[str, str] | None]  # the part hashes of a query's current value
+
+
+def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build",
+                 parts: Mapping[str, str] | None = None) -> Reason | None:
+    """Whether one recorded read still holds: `now` is the hash it has now (None: none at all).
+    A read of one part of a query's value (a PartHash) holds while that part's hash does,
+    whatever became of the rest: `parts` are the query's part hashes now."""
+    part = None if isinstance(dep, FileRead) else PartHash.part_of(recorded)
+    if part is not None and now is not None and now != FAILED:
+        now = PartHash.of(part, parts.get(part, ABSENT)) if parts is not None else None
     if now == recorded:
         return None
     if isinstance(dep, FileRead):
@@ -100,12 +110,17 @@ def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build
 
 
 def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[str], str],
-                       query_hash: Callable[[str], str | None], voice: Voice = "build") -> Reason | None:
+                       query_hash: Callable[[str], str | None], voice: Voice = "build",
+                       parts_of: PartsOf | None = None) -> Reason | None:
     """The first recorded read, in order, that no longer holds; each query read is looked up with
-    `query_hash`, which the caller has brought up to date (or not, for a reader of the lock)."""
+    `query_hash` (and, for a part read, `parts_of`), which the caller has brought up to date (or
+    not, for a reader of the lock)."""
     for dep, recorded in reads:
-        now = file_hash(dep.path) if isinstance(dep, FileRead) else query_hash(dep)
-        reason = read_changed(dep, recorded, now, voice)
+        if isinstance(dep, FileRead):
+            reason = read_changed(dep, recorded, file_hash(dep.path), voice)
+        else:
+            parts = parts_of(dep) if parts_of is not None and PartHash.part_of(recorded) is not None else None
+            reason = read_changed(dep, recorded, query_hash(dep), voice, parts)
         if reason is not None:
             return reason
     return None
