@@ -281,3 +281,15 @@ def test_a_view_on_request_holds_only_its_subject_and_its_spec_only_testable_req
     assert len(acceptance) == 3 and all(" when " in a and " then " in a for a in acceptance)
     assert "try it at 10 minutes and just past 10 minutes" in acceptance[0]
     assert "try it at 5 and just past 5" in acceptance[2] and "documented exception" in acceptance[2]
+
+
+def test_a_role_or_link_wrapped_over_two_lines_is_no_markup_in_a_view():
+    """PEP 8's ":pep:`style guidelines for the C code" / "in the C implementation of Python <7>`"
+    reached every default view as markup: a role is whole only in its paragraph."""
+    from kbuild.model.offline import prose_sentences
+
+    span = ("Please see the\ncompanion informational PEP describing :pep:`style guidelines for the C code\n"
+            "in the C implementation of Python <7>`. See `the\nguide <https://example.org>`_ too.\n")
+    assert prose_sentences(span) == [
+        "Please see the companion informational PEP describing style guidelines for the C code in the C "
+        "implementation of Python.", "See the guide too."]

@@ -80,7 +80,9 @@ def clean(text: str, prose_only: bool = False) -> str:
     def flush() -> None:
         nonlocal block
         if current:
-            paragraphs.append(" ".join(current))
+            # a role or link the source wraps over two lines (":pep:`style guidelines for the C
+            # code` / `in the C implementation of Python <7>`") is whole only in the paragraph
+            paragraphs.append(RST_LITERAL.sub(r"`\1`", _inline(" ".join(current))))
             current.clear()
         if block is not None:
             if not prose_only and any(line.strip() for line in block):
