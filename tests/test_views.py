@@ -281,6 +281,8 @@ def test_a_view_on_request_holds_only_its_subject_and_its_spec_only_testable_req
     assert len(acceptance) == 3 and all(" when " in a and " then " in a for a in acceptance)
     assert "try it at 10 minutes and just past 10 minutes" in acceptance[0]
     assert "try it at 5 and just past 5" in acceptance[2] and "documented exception" in acceptance[2]
+    # "It SHOULD limit attempts": whom "it" is, from the requirement before it in the same fact
+    assert acceptance[2].startswith("- Acceptance: Given the verifier;"), acceptance[2]
 
 
 def test_a_role_or_link_wrapped_over_two_lines_is_no_markup_in_a_view():

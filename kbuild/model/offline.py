@@ -270,10 +270,15 @@ def select_requirements(statements: list[dict[str, object]]) -> list[dict[str, o
     from .. import requirements  # it reads the grounding check's keywords, which read this module
 
     found = []
+    previous: dict[str, str] = {}  # the subject of the last requirement citing a fact, for "It SHOULD ..."
     for st in statements:
-        req = requirements.requirement(str(st["text"]))
+        cites = [str(c) for c in st["cites"]]  # type: ignore[attr-defined]
+        req = requirements.requirement(str(st["text"]), next((previous[c] for c in cites if c in previous), None))
         if req is not None:
             found.append({"statement": req.statement, "cites": st["cites"], "acceptance": req.acceptance})
+            who = requirements.subject(req.statement, req.keyword)
+            if who.lower() not in requirements.PRONOUN:
+                previous.update(dict.fromkeys(cites, who))
     return found
 
 
