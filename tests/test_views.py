@@ -295,3 +295,17 @@ def test_a_role_or_link_wrapped_over_two_lines_is_no_markup_in_a_view():
     assert prose_sentences(span) == [
         "Please see the companion informational PEP describing style guidelines for the C code in the C "
         "implementation of Python.", "See the guide too."]
+
+
+def test_a_summary_of_several_facts_draws_on_more_than_one_of_them():
+    """PEP 8's source summary was its last fact's index line word for word: the two most central
+    sentences of all its facts' summaries were both that fact's."""
+    from kbuild.model.offline import summarise_parts
+    from kbuild.text.sentences import split_sentences
+
+    parts = ["Surround top-level function and class definitions with two blank lines. Method definitions "
+             "inside a class are surrounded by a single blank line.",
+             "Class names should normally use the CapWords convention."]
+    first, second = split_sentences(summarise_parts(parts))
+    assert first in parts[0] and second == parts[1]
+    assert summarise_parts(parts[:1]) == parts[0]  # one fact: its own summary
