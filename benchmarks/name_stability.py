@@ -8,7 +8,9 @@ sliced (floor/cap 2000/4000, the default, and 500/1000, for more facts) and name
 `fact_names`, and for each pair of consecutive revisions the share of the older one's names
 that the newer one still has is counted. A name that disappears at one revision and returns at
 a later one (a link broken in between, for nothing) is counted apart. Sizes: the median fact
-in tokens, and how many facts are under the floor in documents that are not.
+in tokens, and how many facts are under the floor in documents that are not. Last, every file of
+the corpus converted to text.md as a store converts it, at the default floor and cap: sizes, and
+names that are "opening" where a heading stands, hold markup or end on a cut word.
 
 Skips (exit 0) when the corpus is not there.
 """
@@ -93,6 +95,38 @@ def run(corpus: Path, namer: Namer = current) -> list[Stability]:
             for name, revisions in histories(corpus).items() for floor, cap in SETTINGS]
 
 
+def names_report(corpus: Path, floor: int = 2000, cap: int = 4000) -> str:
+    """Every file of the corpus as the converter writes its text.md, sliced and named as a store
+    names its facts: sizes, and what a name must not be (the issue's counts)."""
+    import re
+
+    from kbuild.convert import convert
+    from kbuild.text.slugs import slug
+
+    files = sorted(corpus.glob("*.rst")) + sorted(corpus.glob("*/rev-*.rst"))
+    sizes: list[int] = []
+    under = whole_small = opening = markup = cut = several = 0
+    for path in files:
+        text = convert(path.read_bytes(), path.name).text
+        chunks = slice_text(text, floor, cap)
+        small_source = sum(c.tokens for c in chunks) < floor
+        for c, name in zip(chunks, fact_names(chunks, reserved={"index", "text", "pages", "figures"})):
+            sizes.append(c.tokens)
+            if c.tokens < floor:
+                whole_small += small_source
+                under += not small_source
+            opening += bool(re.fullmatch(r"opening(-\d+)?", name)) and bool(c.headings or c.covers)
+            markup += bool(re.search(r"a-name|div-class|href|mdash|amp|nbsp", name))
+            words = {w for h in c.covers for w in slug(h, 10**6).split("-")}
+            last = re.sub(r"-\d+$", "", name).split("-")[-1]
+            cut += not name.startswith("opening") and last not in words
+            several += len(c.covers) > 1
+    return (f"{len(files)} files as text.md, {floor}/{cap}: {len(sizes)} facts, median {statistics.median(sizes):.0f} "
+            f"tokens; under the floor: {under} in sources over it, {whole_small} in sources under it; "
+            f"named opening where a heading stands: {opening}; markup in a name: {markup}; cut mid-word: {cut}; "
+            f"covering several headings: {several}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
@@ -101,6 +135,7 @@ def main() -> int:
         print(f"skipped: no corpus at {args.corpus}")
         return 0
     print(table(run(args.corpus)))
+    print(names_report(args.corpus))
     return 0
 
 

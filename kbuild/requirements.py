@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from kbuild.checks.grounding import KEYWORD, NUMBER
+from kbuild.text.keywords import KEYWORDS
 from kbuild.model.offline import STOPWORDS
 
 # a keyword in quotes or code marks is named, not used: 'the key word "SHOULD" ...'
@@ -84,8 +85,8 @@ def normative_keyword(sentence: str) -> str | None:
 
 def _limits(sentence: str) -> list[str]:
     """Each number of the sentence with the test at its edge: an upper limit holds at the value
-    and fails just past it, a lower one the other way round; any other value is tried at and
-    just past it."""
+    and fails just past it, a lower one the other way round (a negated lower limit, "not more
+    than", is an upper one); any other value is tried at and just past it."""
     found = []
     for match in NUMBER.finditer(sentence):
         value = match.group().rstrip(".,")
@@ -93,22 +94,36 @@ def _limits(sentence: str) -> list[str]:
         unit = "" if unit.lower() in STOPWORDS or unit.lower() == "per" else unit
         amount = f"{value} {unit}".strip()
         before = sentence[max(0, match.start() - 40):match.start()]
-        if UPPER.search(before):
+        upper, lower = UPPER.search(before), LOWER.search(before)
+        bound = upper or lower
+        if bound and NEGATION.search(before[:bound.start()]):
+            upper, lower = lower, upper  # "MUST NOT retry more than 5 times": 5 is the most
+        if upper:
             found.append(f"at {amount} it holds, just past {amount} it does not")
-        elif LOWER.search(before):
+        elif lower:
             found.append(f"at {amount} it holds, just short of {amount} it does not")
         else:
             found.append(f"try it at {amount} and just past {amount}")
     return found
 
 
+# a second obligation of the same subject: "... SHOULD wait at least 2 seconds and MUST NOT retry ..."
+NEXT_OBLIGATION = re.compile(r",?\s+(?:and|but)\s+(?=\b(?:" + "|".join(KEYWORDS) + r")\b)")
+NEGATION = re.compile(r"\b(?:not|never)\b", re.I)
+
+
 def _lower_first(text: str) -> str:
     return text[0].lower() + text[1:] if text[:2].istitle() else text
 
 
-def acceptance(sentence: str, keyword: str) -> str:
+PRONOUN = frozenset("it they this these he she".split())
+
+
+def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> str:
     """How to test a requirement: Given whom it obliges, When it applies (its conditions), Then
-    what a test must see, with each number's edge named, so that a test can be written from it."""
+    what a test must see, with each number's edge named, so that a test can be written from it.
+    A subject that is a pronoun ("It SHOULD limit attempts") is `antecedent`, when known: the
+    subject of the requirement before it in the same fact."""
     lead, colon, rest = sentence.partition(": ")
     body = rest if colon and keyword not in lead else sentence
     subject, _, action = body.partition(keyword)
@@ -118,25 +133,47 @@ def acceptance(sentence: str, keyword: str) -> str:
         conditions.append(opening.group().strip())
         subject = subject.strip()[opening.end():].lstrip(", ")
     subject = _lower_first(subject.strip().rstrip(",").strip()) or "the system"
+    if subject.lower() in PRONOUN and antecedent:
+        subject = antecedent
     action = action.strip().rstrip(".;,").strip() or "do what is required"
-    if keyword.endswith("NOT"):
-        action = re.sub(r"^NOT\s+", "", action)
-    conditions += [c.strip() for c in TRAILING_CONDITION.findall(action)]
+    # each obligation the sentence joins ("SHOULD wait ... and MUST NOT retry ...") is tested at its own strength
+    clauses: list[tuple[str, str]] = []
+    for part in NEXT_OBLIGATION.split(action):
+        strength = KEYWORD.match(part)
+        if clauses and strength:
+            clauses.append((strength.group(1), part[strength.end():].strip()))
+        elif clauses:
+            continue  # the keyword's own group of the split
+        else:
+            clauses.append((keyword, part))
+    thens = []
+    for strength, what in clauses:
+        what = what.strip().rstrip(".;,").strip() or "do what is required"
+        if strength.endswith("NOT"):
+            what = re.sub(r"^NOT\s+", "", what)
+        conditions += [c.strip() for c in TRAILING_CONDITION.findall(what)]
+        thens.append(THEN[strength].format(who=subject, what=what))
     limits = _limits(body)
     when = "; ".join(re.sub(r"^(?:if|when|whenever)\s+", "", _lower_first(c), flags=re.I) for c in conditions) \
         if conditions else "it is exercised"
     if limits:
         when += ", at each limit"
-    then = THEN[keyword].format(who=subject, what=action)
+    then = "; and ".join(thens)
     return (f"Given {subject}; when {when}; then {then}" + (f" ({'; '.join(limits)})" if limits else "") + ".")
 
 
-def requirement(sentence: str) -> Requirement | None:
-    """The requirement a view's statement makes, with how to test it; None when it obliges nothing."""
+def subject(sentence: str, keyword: str) -> str:
+    """Whom a requirement obliges, as its acceptance's Given names it."""
+    return acceptance(sentence, keyword).removeprefix("Given ").split(";", 1)[0]
+
+
+def requirement(sentence: str, antecedent: str | None = None) -> Requirement | None:
+    """The requirement a view's statement makes, with how to test it; None when it obliges
+    nothing. `antecedent`: the subject of the requirement before it in its fact, for a pronoun."""
     keyword = normative_keyword(sentence)
     if keyword is None:
         return None
-    return Requirement(sentence, keyword, acceptance(sentence, keyword))
+    return Requirement(sentence, keyword, acceptance(sentence, keyword, antecedent))
 
 
 def acceptance_failures(statement: str, acceptance_text: str) -> list[str]:

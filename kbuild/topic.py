@@ -29,6 +29,9 @@ ASKING = frozenset("""rule rules guideline guidelines guidance recommendation re
 WORD = re.compile(r"[a-z0-9]+")
 # words that join any two others: "tabs or spaces", "assignability of TypeForm" make no phrase of them
 GLUE = frozenset("a an the of and or to for in on at by as is are be".split())
+# ... of which these relate the words on either side: "assignability of TypeForm" is said by a
+# sentence that holds both words in any order ("`TypeForm[B]` is assignable to ...")
+RELATING = frozenset("of for to".split())
 # reST directives whose body is code, whatever follows the "::" (clean() reads only a bare "::")
 CODE_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:code-block|code|sourcecode|highlight|doctest|productionlist|"
                             r"literalinclude|testcode|testoutput)::")
@@ -195,6 +198,16 @@ def phrases(text: str) -> set[tuple[str, str]]:
             and not ({words[i], words[i + 1]} & ASKING)} | set(zip(named, named[1:]))
 
 
+def related(text: str) -> set[tuple[str, str]]:
+    """Two stemmed content words of a request with one RELATING word between them: "assignability
+    of TypeForm", "docstrings for public", "comparisons to None"."""
+    words = WORD.findall(text.lower())
+    stems = tokens(" ".join(words))
+    return {(stems[i], stems[i + 2]) for i in range(len(words) - 2)
+            if words[i + 1] in RELATING and stems[i] != stems[i + 2]
+            and not {words[i], words[i + 2]} & (STOPWORDS | ASKING) and min(len(words[i]), len(words[i + 2])) > 1}
+
+
 def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOURCE) -> list[Hit]:
     """The candidates that speak to `about`, in candidate order, at most `per_source` (the best)
     per section.
@@ -202,16 +215,25 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     A word's weight is its inverse document frequency among the candidates of its section (a word
     a source lacks weighs most there, so a request about something absent cannot be met by its
     common words); a phrase of the request that the project holds ("with blocks") counts as one
-    more word, at PHRASE_WEIGHT. A candidate's coverage is the share of the request's weight that
-    it and its headings hold. It speaks to the request with COVERAGE, or PHRASE_COVERAGE and a
-    phrase; the sentences after it in its paragraph or list item carry its coverage on, a little
-    less each. Of these, the ones within BELOW_BEST of the best in the whole project are kept,
-    those under a heading named for the subject first when a section has more than `per_source`."""
+    more word, at PHRASE_WEIGHT, and so does a relation of two of its words ("assignability of
+    TypeForm"), held by a sentence that holds both. A candidate's coverage is the share of the
+    request's weight that it and its headings hold; it must name one of the request's words
+    itself, as its headings are over every sentence under them. It speaks to the request with
+    COVERAGE, or PHRASE_COVERAGE and a phrase; the sentences after it in its paragraph or list
+    item carry its coverage on, a little less each. Of these, the ones within BELOW_BEST of the
+    best in the whole project are kept, those under a heading named for the subject first when a
+    section has more than `per_source`."""
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
-    pairs = phrases(about)
+    relations = related(about)
+    pairs = phrases(about) | relations
     said = [phrases(c.passage.text) & pairs for c in candidates]
+    for c, found in zip(candidates, said):
+        # a relation of the request is said by a sentence holding both its words, in its text or
+        # under a heading: "`TypeForm` has a single type parameter" under "Assignability"
+        held = set(content_terms(c.passage.text)) | {t for h in c.passage.headings[1:] for t in content_terms(h)}
+        found |= {p for p in relations if set(p) <= held}
     heading_terms: dict[tuple[str, ...], tuple[set[str], set[str]]] = {}
     for c in candidates:
         where = c.passage.headings
@@ -246,8 +268,11 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     for n, (candidate, own) in enumerate(zip(candidates, texts)):
         where = candidate.passage.headings
         _, sections = heading_terms[where]
-        if not any(t in own or t in sections for t in wanted):
-            continue  # the title alone is over every sentence of its source
+        if not any(t in own for t in wanted):
+            # headings alone are over every sentence under them: a sentence on the subject names
+            # it itself ("Backslashes may still be appropriate at times." under "Maximum Line
+            # Length" does not), or goes on from one that does (below)
+            continue
         weight = weights[candidate.section]
         alone = coverage(own, where, weight)
         phrase = any(t in own or t in sections for t in present)

@@ -65,3 +65,18 @@ def test_the_offline_spec_holds_only_requirements_each_with_its_test():
     assert [r["cites"] for r in found] == [["std/f2"], ["std/f4"]]
     assert all(r["acceptance"].startswith("Given the verifier;") and r["statement"] not in r["acceptance"]
                for r in found)
+
+
+def test_two_obligations_in_one_sentence_are_each_tested_at_their_own_strength():
+    """anchored-headings.md's 4.2.1: "SHOULD wait ... and MUST NOT retry more than 5 times" gave
+    one Then, at SHOULD's strength, with "MUST NOT" inside it and 5 tested as a floor."""
+    req = requirement("A client SHOULD wait at least 2 seconds before its first retry and MUST NOT retry more "
+                      "than 5 times in one minute.")
+    assert req.keyword == "SHOULD"
+    assert ("then a test passes if a client can be seen to wait at least 2 seconds before its first retry, "
+            "or the case is a documented exception; and a test passes only if a client can be seen never to "
+            "retry more than 5 times in one minute") in req.acceptance
+    assert "MUST" not in req.acceptance
+    assert "at 2 seconds it holds, just short of 2 seconds it does not" in req.acceptance
+    assert "at 5 times it holds, just past 5 times it does not" in req.acceptance  # "not more than" is a ceiling
+    assert acceptance_failures(req.statement, req.acceptance) == []

@@ -107,14 +107,43 @@ def test_a_sentence_that_goes_on_from_a_hit_in_its_list_item_is_kept():
     assert "It closes them." not in said
 
 
+def test_words_a_request_relates_are_said_in_any_order_and_a_heading_alone_says_nothing():
+    text = """# Type forms
+
+## Assignability
+
+`TypeForm` has a single type parameter, which is covariant. That means `TypeForm[B]` is
+assignable to `TypeForm[A]` if `B` is assignable to `A`.
+
+Other values may be checked at runtime.
+
+## Runtime behavior
+
+Constructing a `TypeForm` type needs no import at runtime. A `TypeForm` type is an object.
+Checkers evaluate `TypeForm` types like any other type.
+"""
+    found = [Candidate("pep", "pep/all", p) for p in passages(text, ["Type forms"])]
+    assert found[0].passage.headings == ("Type forms", "Assignability")
+    said = [h.sentence for h in rank("assignability of TypeForm types", found)]
+    # "assignability of TypeForm": both words, one in the heading, the other in the sentence, say
+    # it though no phrase of the request ("TypeForm types") is there
+    assert "`TypeForm` has a single type parameter, which is covariant." in said
+    assert said[1].startswith("That means")
+    # under the heading but naming neither word, nor going on from a sentence that does
+    assert "Other values may be checked at runtime." not in said
+    assert not [s for s in said if "object" in s or "Checkers" in s]
+
+
 def test_the_labelled_requests_keep_their_measured_precision_and_recall():
     """benchmarks/views.py over tests/data/view-requests.json (labelled by reading, see
-    tests/data/README.md): measured 0.89 precision and 0.77 recall when the ranking was written."""
+    tests/data/README.md): measured 0.89 precision and 0.77 recall when the ranking was written;
+    0.85 and 0.81 once related words counted in any order and headings alone stopped counting
+    (0.84 and 0.81 with sources titled by a PEP's "Title:" field, as rules/ may soon title them)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import views
 
     results = views.run()
     assert len(results.requests) >= 10 and len(results.gaps) >= 3
-    assert results.precision >= 0.85, [(s.name, s.precision) for s in results.requests]
-    assert results.recall >= 0.75, [(s.name, s.recall) for s in results.requests]
+    assert results.precision >= 0.84, [(s.name, s.precision) for s in results.requests]
+    assert results.recall >= 0.80, [(s.name, s.recall) for s in results.requests]
     assert all(results.gaps.values()), results.gaps

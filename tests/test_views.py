@@ -281,3 +281,31 @@ def test_a_view_on_request_holds_only_its_subject_and_its_spec_only_testable_req
     assert len(acceptance) == 3 and all(" when " in a and " then " in a for a in acceptance)
     assert "try it at 10 minutes and just past 10 minutes" in acceptance[0]
     assert "try it at 5 and just past 5" in acceptance[2] and "documented exception" in acceptance[2]
+    # "It SHOULD limit attempts": whom "it" is, from the requirement before it in the same fact
+    assert acceptance[2].startswith("- Acceptance: Given the verifier;"), acceptance[2]
+
+
+def test_a_role_or_link_wrapped_over_two_lines_is_no_markup_in_a_view():
+    """PEP 8's ":pep:`style guidelines for the C code" / "in the C implementation of Python <7>`"
+    reached every default view as markup: a role is whole only in its paragraph."""
+    from kbuild.model.offline import prose_sentences
+
+    span = ("Please see the\ncompanion informational PEP describing :pep:`style guidelines for the C code\n"
+            "in the C implementation of Python <7>`. See `the\nguide <https://example.org>`_ too.\n")
+    assert prose_sentences(span) == [
+        "Please see the companion informational PEP describing style guidelines for the C code in the C "
+        "implementation of Python.", "See the guide too."]
+
+
+def test_a_summary_of_several_facts_draws_on_more_than_one_of_them():
+    """PEP 8's source summary was its last fact's index line word for word: the two most central
+    sentences of all its facts' summaries were both that fact's."""
+    from kbuild.model.offline import summarise_parts
+    from kbuild.text.sentences import split_sentences
+
+    parts = ["Surround top-level function and class definitions with two blank lines. Method definitions "
+             "inside a class are surrounded by a single blank line.",
+             "Class names should normally use the CapWords convention."]
+    first, second = split_sentences(summarise_parts(parts))
+    assert first in parts[0] and second == parts[1]
+    assert summarise_parts(parts[:1]) == parts[0]  # one fact: its own summary

@@ -80,7 +80,9 @@ def clean(text: str, prose_only: bool = False) -> str:
     def flush() -> None:
         nonlocal block
         if current:
-            paragraphs.append(" ".join(current))
+            # a role or link the source wraps over two lines (":pep:`style guidelines for the C
+            # code` / `in the C implementation of Python <7>`") is whole only in the paragraph
+            paragraphs.append(RST_LITERAL.sub(r"`\1`", _inline(" ".join(current))))
             current.clear()
         if block is not None:
             if not prose_only and any(line.strip() for line in block):
@@ -183,9 +185,10 @@ def _terms(sentence: str) -> list[str]:
     return [w.lower() for w in WORD.findall(sentence) if w.lower() not in STOPWORDS]
 
 
-def central_sentences(text: str, count: int, max_words: int = 40) -> list[str]:
-    """The `count` sentences that share most content words with the rest, in text order: whole
-    statements of its prose, each once (a summary of summaries meets the same sentence twice)."""
+def central_sentences(text: str, count: int, max_words: int = 40, in_order: bool = True) -> list[str]:
+    """The `count` sentences that share most content words with the rest, in text order (or,
+    with `in_order` false, the most central first): whole statements of its prose, each once (a
+    summary of summaries meets the same sentence twice)."""
     sentences = [s for s in dict.fromkeys(prose_sentences(text)) if len(_terms(s)) >= 3]
     if not sentences:  # a part with no statement of three content words: its first words, code or table
         words = (clean(text, prose_only=True)
@@ -200,7 +203,9 @@ def central_sentences(text: str, count: int, max_words: int = 40) -> list[str]:
         weight = sum(frequency[t] for t in set(terms)) / math.sqrt(len(terms))
         return (-weight, index)  # ties go to the earlier sentence, so the choice is stable
 
-    chosen = sorted(sorted(enumerate(sentences), key=score)[:count])
+    chosen = sorted(enumerate(sentences), key=score)[:count]
+    if in_order:
+        chosen.sort()
     result = []
     for _, sentence in chosen:
         words = sentence.split()
@@ -221,6 +226,32 @@ def rewrite(span: str, headings: list[str], title: str, figures: dict[str, str])
 
 def summarise(text: str, sentences: int = 2) -> str:
     return " ".join(central_sentences(text, sentences)) or "(no text)"
+
+
+def summarise_parts(parts: list[str], sentences: int = 2) -> str:
+    """A summary of summaries: their most central sentences, each from another part while parts
+    are left, so that a source's summary does not say one fact's index line over again."""
+    joined = "\n\n".join(parts)
+    ranked = central_sentences(joined, len(joined), in_order=False)
+
+    def part(sentence: str) -> int:
+        flat = sentence.removesuffix(" …")
+        return next((i for i, p in enumerate(parts) if flat in " ".join(p.split())), -1)
+
+    chosen: list[str] = []
+    used: set[int] = set()
+    for sentence in ranked:
+        if len(chosen) < sentences and (part(sentence) not in used or len(used) == len(parts)):
+            chosen.append(sentence)
+            used.add(part(sentence))
+    chosen += [s for s in ranked if s not in chosen][:sentences - len(chosen)]
+    return " ".join(s for s in ranked_in_order(joined, chosen)) or "(no text)"
+
+
+def ranked_in_order(text: str, chosen: list[str]) -> list[str]:
+    """`chosen` sentences of `text` in the order the text has them."""
+    order = {s: i for i, s in enumerate(central_sentences(text, len(text)))}
+    return sorted(chosen, key=lambda s: order.get(s, len(order)))
 
 
 CUES = {
@@ -268,10 +299,15 @@ def select_requirements(statements: list[dict[str, object]]) -> list[dict[str, o
     from .. import requirements  # it reads the grounding check's keywords, which read this module
 
     found = []
+    previous: dict[str, str] = {}  # the subject of the last requirement citing a fact, for "It SHOULD ..."
     for st in statements:
-        req = requirements.requirement(str(st["text"]))
+        cites = [str(c) for c in st["cites"]]  # type: ignore[attr-defined]
+        req = requirements.requirement(str(st["text"]), next((previous[c] for c in cites if c in previous), None))
         if req is not None:
             found.append({"statement": req.statement, "cites": st["cites"], "acceptance": req.acceptance})
+            who = requirements.subject(req.statement, req.keyword)
+            if who.lower() not in requirements.PRONOUN:
+                previous.update(dict.fromkeys(cites, who))
     return found
 
 
@@ -304,7 +340,7 @@ class OfflineBackend:
         return nearby  # the converter's text: the caption and what stands around the figure
 
     async def summarise_source(self, ctx: object, title: str, summaries: list[str], check: object = None) -> str:
-        return summarise("\n\n".join(summaries), 2)
+        return summarise_parts(summaries, 2)
 
     async def write_section(self, ctx: object, kind: str, about: str, title: str, facts: list[dict[str, object]],
                             check: object = None) -> list[dict[str, object]]:
