@@ -44,9 +44,16 @@ _convert_lock = threading.Lock()  # pymupdf is not thread-safe; conversions run 
 
 
 def _title(text: str, fallback: str) -> str:
-    """A document's title: its highest heading near the top, of any level (many documents start
-    at `##`), else `fallback` (the source's id)."""
+    """A document's title: the "Title:" field of a header at its top (a PEP, an RFC 822 header),
+    else its highest heading near the top, of any level (many documents start at `##`), else
+    `fallback` (the source's id)."""
     lines = text.splitlines()
+    for line in lines[:30]:
+        if not line.strip():
+            break  # the header is the first paragraph
+        field = re.match(r"^Title:\s+(\S.*?)\s*$", line)
+        if field:
+            return field.group(1)
     found: list[tuple[int, int, str]] = []  # (level, line, words)
     for i, line in enumerate(lines[:200]):
         stripped = line.strip()
