@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 from kbuild.text.markdown import ATX_HEADING, FENCE, LIST_ITEM, PAGE_MARKER, UNDERLINE, visible_text
 from kbuild.text.sentences import line_ends_sentence, sentence_spans
-from kbuild.text.slugs import slug
+from kbuild.text.slugs import slug, unique
 from kbuild.text.tokens import UNITS_PER_TOKEN, units
 
 __all__ = ["Chunk", "chunk_texts", "fact_names", "slice_text"]
@@ -479,9 +479,5 @@ def fact_names(chunks: list[Chunk], reserved: Collection[str] = ()) -> list[str]
         name = base
         if name in taken and not c.continued and len(c.headings) > 1 and c.headings[-1] == title:
             name = slug(f"{c.headings[-2]} {title}")
-        n = 2
-        while name in taken:
-            name, n = f"{base}-{n}", n + 1
-        taken.add(name)
-        names.append(name)
+        names.append(unique(base if name in taken else name, taken))  # numbered from the heading's own name
     return names

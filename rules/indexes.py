@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbuild.engine import Context, Problem, QueryFailed, rule
-from kbuild.store.layout import slugify
+from kbuild.text.slugs import slug, unique
 from kbuild.store.sources import DEFAULT_VIEWS
 from kbuild.store.pages import pages_phrase
 
@@ -29,15 +29,7 @@ INDEX_LINES = 150
 def unique_names(titles: list[str]) -> list[str]:
     """A file name for each title, unique among them."""
     taken: set[str] = set()
-    names = []
-    for title in titles:
-        base = name = slugify(title)
-        n = 2
-        while name in taken:
-            name, n = f"{base}-{n}", n + 1
-        taken.add(name)
-        names.append(name)
-    return names
+    return [unique(slug(title), taken) for title in titles]
 
 
 @rule(version=2, uses=(complete, built, unique_names, pages_phrase), settings=("store", "label"), returns=SourceIndex)

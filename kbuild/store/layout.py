@@ -10,12 +10,6 @@ from posixpath import join, relpath
 ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
 
 
-def slugify(text: str, limit: int = 48) -> str:
-    """A file-name-safe form of a heading or a file name."""
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:limit].rstrip("-") or "part"
-
-
 class BadId(ValueError):
     pass
 

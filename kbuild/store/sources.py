@@ -28,7 +28,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from ..convert import limits
-from .layout import check_id, slugify
+from ..text.slugs import slug
+from .layout import check_id
 
 URL_SCHEMES = ("http", "https", "file")
 _URL = TypeAdapter(AnyUrl)  # pydantic's parser (the WHATWG rules): hosts, ports, encodings
@@ -300,7 +301,7 @@ def source_for(path_or_url: str, directory: Path, root: Path, source_id: str | N
             raise SourcesError(f"{path_or_url} is outside {root}; copy it into the project or add it by url")
         name = full.name
         fields = {"path": full.relative_to(root).as_posix()}
-    return Source(id=source_id or slugify(name.rsplit(".", 1)[0]), **fields)
+    return Source(id=source_id or slug(name.rsplit(".", 1)[0]), **fields)
 
 
 def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:

@@ -20,3 +20,12 @@ def slug(text: str, limit: int = LIMIT) -> str:
             return "-".join(kept) or word[:limit]  # a first word over the limit is cut: nothing better
         kept.append(word)
     return "-".join(kept) or "part"
+
+
+def unique(base: str, taken: set[str]) -> str:
+    """`base`, or `base-2`, `base-3`... the first not in `taken`, which it joins."""
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return name
