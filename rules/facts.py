@@ -25,7 +25,7 @@ from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links, without_links
 
 from .cutoffs import same_meaning
-from .guard import plain_text_failures, write_grounded
+from .guard import plain_text_failures, unsupported_claims, write_grounded
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
 from .values import Chunks, ChunkText, Page, Place, Reading, SourceText, Span
@@ -132,7 +132,8 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
 
 
 
-@rule(version=3, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links", _title),
+@rule(version=3, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
+                       "kbuild.store.pages", _title),
       settings=("store",), returns=SourceText)
 async def text(ctx: Context, project: str, source: str) -> SourceText:
     store = ctx.settings.store
@@ -189,7 +190,7 @@ async def chunks(ctx: Context, project: str, source: str) -> Chunks:
         for name, c in zip(fact_names(cut, RESERVED), cut)])
 
 
-@rule(version=2, uses=(context_before,), parts=True)
+@rule(version=2, uses=(context_before, chunk_texts), parts=True)
 async def chunk_spans(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """Every chunk's words (a Span each, by slug), cut from the text once per change of it. Each
     chunk query reads its own entry only (a part read), so an edited sentence runs the one chunk
@@ -271,7 +272,7 @@ async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> s
 
 
 @model_rule("grounding", version=3, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, pages, "kbuild.checks.grounding"))
+            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding"))
 async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
     doc = await ctx.query(chunks(project, source))

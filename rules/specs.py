@@ -10,7 +10,7 @@ from kbuild.engine import Context, Problem
 from kbuild.requirements import acceptance_failures, normative_keyword
 from kbuild.store.layout import link
 
-from .guard import write_grounded
+from .guard import unsupported_claims, write_grounded
 from .settings import model_rule
 from .sources import listing
 from .values import SpecPage
@@ -18,7 +18,7 @@ from .views import view_page
 
 
 @model_rule("spec", "grounding", version=4, settings=("store", "label"),
-            uses=(unsupported, write_grounded, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
+            uses=(unsupported, write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))

@@ -69,7 +69,7 @@ def _title_of(found: Any, section: str) -> str:
 
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
-            uses=(assemble_section, unsupported_claims, plain_text_failures, _title_of, "kbuild.checks.grounding",
+            uses=(assemble_section, unsupported_claims, plain_text_failures, _title_of, prose_sentences, "kbuild.checks.grounding",
                   "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
