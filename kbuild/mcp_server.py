@@ -215,6 +215,7 @@ def server(store: Store) -> MCPServer:
 
 def serve(session: Session) -> None:
     """Serve the store of `session` over stdin and stdout until the client closes them."""
+    sys.dont_write_bytecode = True  # read-only means no __pycache__ for the Kbuildfile either
     app = server(Store(session))
     with contextlib.suppress(KeyboardInterrupt):
         app.run("stdio")
