@@ -142,3 +142,20 @@ def test_status_sees_an_edit_and_the_server_never_builds(store):
 def test_without_a_kbuildfile_it_fails_in_one_line(tmp_path):
     result = kbuild(tmp_path, "mcp")
     assert result.exit_code == 2 and "kbuild init" in result.output and "Traceback" not in result.output
+
+
+def test_the_readme_shows_the_configuration_kbuild_init_writes(tmp_path):
+    from kbuild import scaffold
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Agents: MCP and JSON", 1)[1]
+    snippet = section.split("```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(snippet) == scaffold.MCP_CONFIG
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    assert json.loads((tmp_path / ".mcp.json").read_text()) == scaffold.MCP_CONFIG
+    again = kbuild(tmp_path / "other", "init", str(tmp_path / "other"))
+    (tmp_path / "other" / "Kbuildfile.py").unlink()
+    kept = (tmp_path / "other" / ".mcp.json").read_text()
+    printed = kbuild(tmp_path / "other", "init", str(tmp_path / "other"))  # a .mcp.json of one's own is kept
+    assert again.exit_code == printed.exit_code == 0 and (tmp_path / "other" / ".mcp.json").read_text() == kept
+    assert '"kbuild"' in printed.output and "exists" in printed.output
