@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -147,10 +146,10 @@ def server(store: Store) -> MCPServer:
         """Resources listed from the store at every request, so they follow the builds."""
 
         async def list_resources(self) -> list[Resource]:
-            top = store.pages()[:1]
+            pages = store.pages()
             return [Resource(uri=SCHEME + page, name=page, mime_type="text/markdown",
-                             description="the root index of the knowledge base" if page in top else None)
-                    for page in store.pages()]
+                             description="the root index of the knowledge base" if page == pages[0] else None)
+                    for page in pages]
 
         async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
             uri = str(uri)
