@@ -1,6 +1,8 @@
-"""Walking the store's pages up and down (`kbuild show`): a page's parent index and the pages it links below it."""
+"""Walking the store's pages up and down (`kbuild show`, the MCP `show` tool): a page's parent index
+and the pages it links below it."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .checks.links import LINK
@@ -22,3 +24,27 @@ def children(page: Path, text: str, root: Path) -> list[str]:
         if child.suffix == ".md" and child.is_file() and child.is_relative_to(page.parent) and child != page:
             found.append(child.relative_to(root).as_posix())
     return list(dict.fromkeys(found))
+
+
+class NotAPage(ValueError):
+    """The path names no page of the store."""
+
+
+@dataclass(frozen=True)
+class Page:
+    id: str  # the page's path relative to `root`: its stable id
+    text: str
+    parent: str | None
+    children: list[str]
+
+
+def open_page(path: Path, store: Path, root: Path) -> Page:
+    """The page at `path` (absolute, or relative to the folder the caller started in) with its
+    parent and children, all named relative to `root`; NotAPage unless it is a file inside
+    `store`, resolved first (a link inside the store may lead anywhere)."""
+    root = root.resolve()
+    page = path.resolve()
+    if not page.is_relative_to(store.resolve()) or not page.is_file():
+        raise NotAPage(f"{path} is not a page of the store; `kbuild show kb/index.md` starts at the top")
+    text = page.read_text(errors="replace")
+    return Page(page.relative_to(root).as_posix(), text, parent(page, root), children(page, text, root))

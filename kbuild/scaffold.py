@@ -1,6 +1,7 @@
-"""`kbuild init`: a new knowledge base's Kbuildfile.py, kb/ folder and .gitignore lines."""
+"""`kbuild init`: a new knowledge base's Kbuildfile.py, kb/ folder, .gitignore lines and .mcp.json."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .buildfile import FILENAME
@@ -28,6 +29,26 @@ before_build = kb.before_build  # downloads url sources before each build
 max_calls = 4  # model calls in flight at once
 # harness_file = "AGENTS.md"  # keep the root index in a marked block of your agent's instruction file
 '''
+
+# What an MCP client (Claude Code reads .mcp.json at the repository root; Cursor the same
+# "mcpServers" in .cursor/mcp.json) runs to reach the store: `kbuild mcp`, started in the
+# repository, finds the Kbuildfile from there.
+MCP_CONFIG = {"mcpServers": {"kbuild": {"command": "kbuild", "args": ["mcp"]}}}
+MCP_FILE = ".mcp.json"
+
+
+def mcp_snippet() -> str:
+    return json.dumps(MCP_CONFIG, indent=2) + "\n"
+
+
+def write_mcp_config(directory: Path) -> bool:
+    """Write .mcp.json into `directory` unless it has one (a person's, to merge by hand): whether it wrote."""
+    path = directory / MCP_FILE
+    if path.exists():
+        return False
+    path.write_text(mcp_snippet())
+    return True
+
 
 GITIGNORE_LINES = [f"{FOLDER}/", f"*{TEMP_SUFFIX}"]
 

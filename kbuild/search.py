@@ -12,10 +12,14 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .text.ranking import rank
 from .text.tokens import estimate_tokens
 from .store.pages import rewritten_part
+
+if TYPE_CHECKING:
+    from .buildfile import Buildfile
 
 ENTRY = re.compile(r"^- \[([^\]]+)\]\(([^)]+)\)(.*)$")
 
@@ -26,6 +30,11 @@ class Hit:
     page: str  # the page the index line links to, relative to the build root
     index: str  # the index the line stands in
     line: str
+
+
+def store_folder(spec: Buildfile) -> Path:
+    """Where the index pages are: the knowledge base's store, or kb/ as `kbuild init` makes it."""
+    return spec.root / (spec.application.store.root if spec.application is not None else "kb")
 
 
 def index_lines(store: Path, root: Path, project: str | None = None) -> list[tuple[str, str, str]]:
@@ -115,3 +124,15 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
 def _rewritten(page: Path, rel: str) -> str:
     body = rewritten_part(page.read_text("utf-8", errors="replace"))
     return f"From [{rel}]({rel}):\n\n{body}"
+
+
+def render_context(question: str, kept: list[Section], summarised: list[Section]) -> str:
+    """The context `compose` chose, as Markdown: what `kbuild context` prints and the MCP tool answers."""
+    if not kept:
+        return (f"# Context: {question}\n\nNothing in the store speaks to this: a gap. "
+                "Add a source that does (`kbuild add`), rather than guessing.\n")
+    parts = [f"# Context: {question}\n\n"] + [section.text + "\n\n" for section in kept]
+    if summarised:
+        parts.append("## Also relevant (summaries)\n\n")
+        parts += [hit.line + "\n" for section in summarised for hit in section.hits]
+    return "".join(parts)

@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                              "lines."),
     "logs": ("inspection", "logs", "Every model call: prompt, response, tokens, latency, cost, and whether the "
                                    "cache answered."),
+    "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
+                            "never builds."),
     "search": ("lookup", "search_command", "BM25 over every index line (the summaries); every lookup is logged."),
     "show": ("lookup", "show", "Print a page with its parent and children, to walk the store up and down."),
     "spec": ("sources", "spec", "Specs: what a coding agent implements, written from a view."),

@@ -14,6 +14,8 @@ from .session import WRONG, KbuildError
 def init(directory: Path) -> None:
     """Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore lines.
 
+    Also a .mcp.json that runs `kbuild mcp` for MCP clients (printed instead when one exists).
+
     Example: kbuild init myproject
     """
     try:
@@ -21,4 +23,10 @@ def init(directory: Path) -> None:
     except FileExistsError as exc:
         raise KbuildError(f"{exc.args[0]} exists already; edit it, or remove it to start again", WRONG) from None
     click.echo(f"wrote {kbuildfile}, {directory / 'kb'}/ and .gitignore lines for .kbuild/")
+    if scaffold.write_mcp_config(directory):
+        click.echo(f"wrote {directory / scaffold.MCP_FILE}: MCP clients (Claude Code, Cursor...) reach the store "
+                   "through `kbuild mcp`")
+    else:
+        click.echo(f"{directory / scaffold.MCP_FILE} exists: add this server to it, for MCP clients to reach "
+                   "the store:\n" + scaffold.mcp_snippet().rstrip())
     click.echo("next: kbuild add PROJECT PATH_OR_URL, then kbuild")

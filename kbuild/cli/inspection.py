@@ -6,6 +6,7 @@ import json
 import click
 
 from ..graphtext import FORMATS, Format
+from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
 
 
@@ -38,10 +39,11 @@ def status(session: Session, as_json: bool) -> None:
     click.echo(found.estimate)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("what")
+@json_option
 @pass_session
-def explain(session: Session, what: str) -> None:
+def explain(session: Session, what: str, as_json: bool) -> None:
     """Why a query or a generated file would rebuild, what it read and what reads it.
 
     WHAT is a query id as `kbuild graph` prints it, or the path of a file a query wrote.
@@ -54,6 +56,10 @@ def explain(session: Session, what: str) -> None:
     found = explain_query(engine, session.targets(spec), what)
     if found is None:
         raise KbuildError(f"{what} is neither a recorded query nor a file one wrote; `kbuild graph` lists them", WRONG)
+    if as_json:
+        from ..answers import explain_answer
+
+        return emit(explain_answer(found))
     click.echo(f"{found.query}  (rule {found.rule})")
     click.echo(f"  {'would run: ' + found.would_run.sentence if found.would_run else 'up to date'}")
     for path in found.writes:

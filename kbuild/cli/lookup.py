@@ -5,42 +5,49 @@ from pathlib import Path
 
 import click
 
-from ..buildfile import Buildfile
 from ..localstate import LocalState
+from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
 
 
-def _store_folder(spec: Buildfile) -> Path:
-    """Where the index pages are: the knowledge base's store, or kb/ as `kbuild init` makes it."""
-    return spec.root / (spec.application.store.root if spec.application is not None else "kb")
-
-
-@click.command("search")
+@click.command("search", cls=JsonCommand)
 @click.argument("query", required=False)
 @click.option("--project", help="Search one project only.")
 @click.option("-n", "--limit", default=5, show_default=True)
 @click.option("--open", "open_best", is_flag=True, help="Print the page behind the best hit.")
 @click.option("--misses", is_flag=True, help="List logged queries that found nothing.")
+@json_option
 @pass_session
 def search_command(session: Session, query: str | None, project: str | None, limit: int, open_best: bool,
-                   misses: bool) -> None:
+                   misses: bool, as_json: bool) -> None:
     """BM25 over every index line (the summaries); every lookup is logged.
 
     Example: kbuild search "how long do refunds take" --open
     """
-    from ..search import log_lookup, search
+    from ..answers import misses_answer, search_answer
+    from ..search import log_lookup, search, store_folder
     from ..search import misses as logged_misses
 
     spec, engine = session.load()
     lookups = LocalState(engine.state_dir).lookups
     if misses:
-        for record in logged_misses(lookups):
+        records = logged_misses(lookups)
+        if as_json:
+            emit(misses_answer(records))
+            return
+        for record in records:
             click.echo(f"{record['at']}  {record['query']}" + (f"  (project {record['project']})" if record["project"] else ""))
         return
     if not query:
         raise KbuildError("give a query, or --misses", WRONG)
-    hits = search(_store_folder(spec), spec.root, query, project, limit)
+    hits = search(store_folder(spec), spec.root, query, project, limit)
     log_lookup(lookups, query, project, hits)
+    if as_json:
+        answer = search_answer(query, project, hits)
+        if open_best and hits:
+            answer["open"] = {"page": hits[0].page, "text": (spec.root / hits[0].page).read_text(errors="replace")}
+        emit(answer)
+        return
     if not hits:
         click.echo("nothing in the store matches; this is a gap (logged: `kbuild search --misses`)")
         return
@@ -50,58 +57,55 @@ def search_command(session: Session, query: str | None, project: str | None, lim
         click.echo("\n" + (spec.root / hits[0].page).read_text())
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("question")
 @click.option("--project", help="Draw on one project only.")
 @click.option("--budget", default=4000, show_default=True, help="Tokens the context may use (one section may overflow it).")
 @click.option("--trace", is_flag=True, help="Print the ranking, token counts and what was left out.")
+@json_option
 @pass_session
-def context(session: Session, question: str, project: str | None, budget: int, trace: bool) -> None:
+def context(session: Session, question: str, project: str | None, budget: int, trace: bool, as_json: bool) -> None:
     """Compose a context for a coding agent from the store, within a token budget.
 
     Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
     """
-    from ..search import compose, log_lookup
+    from ..answers import context_answer
+    from ..search import compose, log_lookup, render_context, store_folder
 
     spec, engine = session.load()
-    kept, summarised, lines = compose(_store_folder(spec), spec.root, question, budget, project)
+    kept, summarised, lines = compose(store_folder(spec), spec.root, question, budget, project)
     log_lookup(LocalState(engine.state_dir).lookups, question, project, [h for s in kept + summarised for h in s.hits])
-    if not kept:
-        click.echo(f"# Context: {question}\n\nNothing in the store speaks to this: a gap. "
-                   "Add a source that does (`kbuild add`), rather than guessing.")
-    else:
-        click.echo(f"# Context: {question}\n")
-        for section in kept:
-            click.echo(section.text + "\n")
-        if summarised:
-            click.echo("## Also relevant (summaries)\n")
-            for section in summarised:
-                for hit in section.hits:
-                    click.echo(hit.line)
+    text = render_context(question, kept, summarised)
+    if as_json:
+        emit(context_answer(question, project, budget, kept, summarised, lines, text))
+        return
+    click.echo(text, nl=False)
     if trace:
         click.echo("\n".join(lines), err=True)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("path", type=click.Path(path_type=Path))
+@json_option
 @pass_session
-def show(session: Session, path: Path) -> None:
+def show(session: Session, path: Path, as_json: bool) -> None:
     """Print a page with its parent and children, to walk the store up and down.
 
     Example: kbuild show kb/shop/facts/payments/index.md
     """
-    from ..browse import children, parent
+    from ..answers import show_answer
+    from ..browse import NotAPage, open_page
 
     spec, _ = session.load()
-    page = (path if path.is_absolute() else (session.directory / path)).resolve()
-    if not page.is_relative_to(spec.store.resolve()) or not page.is_file():
-        # resolved first: a link inside the store may lead anywhere
-        raise KbuildError(f"{path} is not a page of the store; `kbuild show kb/index.md` starts at the top", WRONG)
-    text = page.read_text(errors="replace")
-    click.echo(text.rstrip())
-    above = parent(page, spec.root)
-    if above is not None:
-        click.echo(f"\nparent: {above}")
-    below = children(page, text, spec.root)
-    if below:
-        click.echo("children: " + ", ".join(below))
+    try:
+        page = open_page(path if path.is_absolute() else session.directory / path, spec.store, spec.root)
+    except NotAPage as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    if as_json:
+        emit(show_answer(page))
+        return
+    click.echo(page.text.rstrip())
+    if page.parent is not None:
+        click.echo(f"\nparent: {page.parent}")
+    if page.children:
+        click.echo("children: " + ", ".join(page.children))

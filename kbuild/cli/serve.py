@@ -1,0 +1,30 @@
+"""`kbuild mcp`: serve the store to MCP clients over stdio."""
+from __future__ import annotations
+
+import click
+
+from .session import FAILED, WRONG, KbuildError, Session, pass_session
+
+
+@click.command("mcp")
+@pass_session
+def mcp(session: Session) -> None:
+    """Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: never builds.
+
+    Tools search, context, show, status and explain; every page as a resource (kbuild://kb/...).
+    The client starts it: see the .mcp.json that `kbuild init` writes.
+
+    Example: kbuild -C myproject mcp
+    """
+    try:
+        from ..mcp_server import StoreError, serve
+    except ImportError as exc:  # the SDK is a dependency; a broken install says so in one line
+        raise KbuildError(f"the MCP server needs the `mcp` package ({exc}); `pip install mcp`", FAILED) from None
+    try:
+        serve(session)
+    except StoreError as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    except Exception as exc:  # one line, never a traceback (unless --debug)
+        if session.debug:
+            raise
+        raise KbuildError(f"the MCP server stopped: {type(exc).__name__}: {exc}", FAILED) from None

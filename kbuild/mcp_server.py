@@ -1,0 +1,223 @@
+"""`kbuild mcp`: the store served to MCP clients (Claude Code, Cursor, Copilot...) over stdio.
+
+Tools `search`, `context`, `show`, `status` and `explain`, and a resource for every page of the
+store (the root index first). Each tool answers with the JSON its command prints with `--json`
+(kbuild/answers.py, docs/json.md), built by the same functions. Read-only: the server never
+starts a build and writes nothing (not even the lookup log `kbuild search` keeps); a client
+that wants fresh pages runs `kbuild` itself. Pages are named by their path relative to the
+repository root (the Kbuildfile's folder), and a page's resource URI is `kbuild://` + that id.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+
+from . import answers
+from .answers import Answer
+from .browse import NotAPage, open_page
+from .search import compose, render_context, search, store_folder
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mcp.server.lowlevel.helper_types import ReadResourceContents
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import Resource
+
+    from .buildfile import Buildfile
+    from .cli.session import Session
+
+SCHEME = "kbuild://"
+
+# The tools' parameters (at module level: their annotations are read from here)
+Project = Annotated[str | None, Field(description="one project of the store only (a folder under kb/)")]
+
+INSTRUCTIONS = """This server reads a kbuild knowledge base (Markdown pages under kb/), read-only.
+Start with `context` (a question in your own words; it returns the relevant facts within a token
+budget), or `search` for the pages whose summaries match, then `show` a page id to read it with
+its parent and children. Page ids are paths from the repository root (kb/...), and each page is
+also a resource at kbuild://<id>; kbuild://kb/index.md is the root index. `status` says whether
+the store is up to date (the server never builds: run `kbuild` for that); `explain` says why a
+page would rebuild and what it was built from."""
+
+
+class StoreError(Exception):
+    """A question the store cannot answer as asked: the message says what to ask instead."""
+
+
+class Store:
+    """One knowledge base, read: the Kbuildfile is loaded once (it names the store), the pages
+    are read afresh at every call, so a build made meanwhile is seen at once."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.spec = self._load()[0]
+        self.root = self.spec.root.resolve()
+        self.store = store_folder(self.spec).resolve()
+
+    def _load(self) -> tuple[Buildfile, Any]:
+        from .cli.session import KbuildError
+
+        # a Kbuildfile that prints must not write into the protocol's stdout
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                return self.session.load()
+            except KbuildError as exc:
+                raise StoreError(exc.format_message()) from None
+
+    def _project(self, project: str | None) -> str | None:
+        if project is not None and not (self.store / project).is_dir():
+            known = sorted(p.name for p in self.store.iterdir() if (p / "index.md").is_file())
+            raise StoreError(f"no project {project!r} in the store; the projects are: {', '.join(known) or 'none'}")
+        return project or None
+
+    def search(self, query: str, project: str | None = None, limit: int = 5) -> Answer:
+        if not query.strip():
+            raise StoreError("give a query: a few words of what you look for")
+        if limit < 1:
+            raise StoreError("limit must be 1 or more")
+        project = self._project(project)
+        return answers.search_answer(query, project, search(self.store, self.root, query, project, limit))
+
+    def context(self, question: str, budget: int = 4000, project: str | None = None) -> Answer:
+        if not question.strip():
+            raise StoreError("give a question")
+        if budget < 1:
+            raise StoreError("budget must be 1 token or more")
+        project = self._project(project)
+        kept, summarised, trace = compose(self.store, self.root, question, budget, project)
+        text = render_context(question, kept, summarised)
+        return answers.context_answer(question, project, budget, kept, summarised, trace, text)
+
+    def show(self, page: str) -> Answer:
+        try:
+            return answers.show_answer(open_page(self.root / page, self.store, self.root))
+        except NotAPage:
+            raise StoreError(f"{page} is not a page of the store; page ids are paths from the repository root, "
+                             "as `search` gives them (kb/index.md is the top)") from None
+
+    def status(self) -> Answer:
+        from .status import status
+
+        spec, engine = self._load()
+        return answers.status_answer(status(engine, self._targets(spec)))
+
+    def explain(self, what: str) -> Answer:
+        from .status import explain
+
+        spec, engine = self._load()
+        found = explain(engine, self._targets(spec), what)
+        if found is None:
+            raise StoreError(f"{what} is neither a recorded query nor a file one wrote")
+        return answers.explain_answer(found)
+
+    def _targets(self, spec: Buildfile) -> list[Any]:
+        from .cli.session import KbuildError
+
+        try:
+            return self.session.targets(spec)
+        except KbuildError as exc:
+            raise StoreError(exc.format_message()) from None
+
+    def pages(self) -> list[str]:
+        """Every page's id, the root index first, then in path order (raw/ holds source copies, not pages)."""
+        found = sorted(p.relative_to(self.root).as_posix() for p in self.store.rglob("*.md")
+                       if p.is_file() and "raw" not in p.relative_to(self.store).parts[1:2])
+        top = (self.store / "index.md").relative_to(self.root).as_posix()
+        return ([top] if top in found else []) + [p for p in found if p != top]
+
+    def read(self, page: str) -> str:
+        return self.show(page)["text"]
+
+
+def server(store: Store) -> MCPServer:
+    """The MCP server over `store`: its tools, and its pages as resources."""
+    from mcp.server.lowlevel.helper_types import ReadResourceContents
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+    from mcp_types import Resource, ToolAnnotations
+
+    from . import __version__
+
+    class StoreServer(MCPServer):
+        """Resources listed from the store at every request, so they follow the builds."""
+
+        async def list_resources(self) -> list[Resource]:
+            pages = store.pages()
+            return [Resource(uri=SCHEME + page, name=page, mime_type="text/markdown",
+                             description="the root index of the knowledge base" if page == pages[0] else None)
+                    for page in pages]
+
+        async def read_resource(self, uri: Any, context: Any = None) -> Iterable[ReadResourceContents]:
+            uri = str(uri)
+            if not uri.startswith(SCHEME):
+                raise ResourceNotFoundError(f"{uri}: kbuild's resources are {SCHEME}<page id>")
+            try:
+                text = store.read(uri[len(SCHEME):])
+            except StoreError as exc:
+                raise ResourceNotFoundError(str(exc)) from None
+            return [ReadResourceContents(content=text, mime_type="text/markdown")]
+
+    app = StoreServer("kbuild", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+
+    def answer(call: Any, *args: Any) -> Answer:
+        try:
+            return call(*args)
+        except StoreError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:  # a tool fails as a message, never a traceback on the wire
+            raise ToolError(f"{type(exc).__name__}: {exc}") from None
+
+    @app.tool(annotations=read_only)
+    def search(query: Annotated[str, Field(description="words of what you look for")],
+               project: Project = None,
+               limit: Annotated[int, Field(description="how many hits at most")] = 5) -> dict[str, Any]:
+        """BM25 over every index line of the store (the pages' one-line summaries): the best pages
+        first, each with its id (path from the repository root). Schema kbuild.search/1."""
+        return answer(store.search, query, project, limit)
+
+    @app.tool(annotations=read_only)
+    def context(question: Annotated[str, Field(description="the question, in your own words")],
+                budget: Annotated[int, Field(description="tokens the context may use")] = 4000,
+                project: Project = None) -> dict[str, Any]:
+        """A context for the question: the facts that match, grouped by section and kept whole
+        until the token budget is spent, the rest as one-line summaries. `text` is the Markdown;
+        `sections` and `summaries` name the pages. Schema kbuild.context/1."""
+        return answer(store.context, question, budget, project)
+
+    @app.tool(annotations=read_only)
+    def show(page: Annotated[str, Field(description="a page id: its path from the repository root, "
+                                                    "e.g. kb/index.md")]) -> dict[str, Any]:
+        """A page of the store with its parent index and the pages it links below it, to walk the
+        store up and down (kb/index.md is the top). Schema kbuild.show/1."""
+        return answer(store.show, page)
+
+    @app.tool(annotations=read_only)
+    def status() -> dict[str, Any]:
+        """What is stale, grouped by what changed, and what a build would run; the server never
+        builds (run `kbuild` for that). Schema kbuild.status/1."""
+        return answer(store.status)
+
+    @app.tool(annotations=read_only)
+    def explain(what: Annotated[str, Field(description="a page id (a file a query wrote) or a query id")]) -> dict[str, Any]:
+        """Why a page would rebuild, what it was built from and what is built on it.
+        Schema kbuild.explain/1."""
+        return answer(store.explain, what)
+
+    return app
+
+
+def serve(session: Session) -> None:
+    """Serve the store of `session` over stdin and stdout until the client closes them."""
+    sys.dont_write_bytecode = True  # read-only means no __pycache__ for the Kbuildfile either
+    app = server(Store(session))
+    with contextlib.suppress(KeyboardInterrupt):
+        app.run("stdio")
+
+
+__all__ = ["SCHEME", "Store", "StoreError", "serve", "server"]
