@@ -14,10 +14,11 @@ from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from ..store.pages import quoted_part, without_quoted
+
 LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
-QUOTED = re.compile(r"^## Original\n.*?^## Rewritten\n", re.S | re.M)
 WEB = ("http", "https")
 
 
@@ -25,15 +26,14 @@ def checked_text(page: str, name: str) -> str:
     """The part of a page that is kbuild's own words, not the source's."""
     if name == "text.md":
         return ""
-    return _without_code(QUOTED.sub("", page))
+    return _without_code(without_quoted(page))
 
 
 def quoted_text(page: str, name: str) -> str:
     """The part of a page that quotes its source word for word."""
     if name == "text.md":
         return page
-    found = QUOTED.search(page)
-    return found.group(0) if found else ""
+    return quoted_part(page)
 
 
 def _without_code(text: str) -> str:
