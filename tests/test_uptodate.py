@@ -93,3 +93,21 @@ def test_a_store_with_url_sources_fetches_on_every_build(store):
     kbuild(store)
     kbuild(store)
     assert not (store / ".kbuild" / uptodate.RECORD).exists()
+
+
+def test_files_rewritten_as_they_were_come_back_to_the_fast_path(store):
+    """A checkout or a copy rewrites files with the content they had: new stats, same hashes.
+    The builds after it record the new stats, so `kbuild` is decided by a stat per file again."""
+    import os
+
+    for path in [store / "payments.md", *(p for p in (store / "kb").rglob("*") if p.is_file())]:
+        copy = path.with_name(path.name + ".copy")
+        copy.write_bytes(path.read_bytes())
+        os.replace(copy, path)  # another inode, another mtime
+    ran(store)
+    assert kbuild(store).exit_code == 0 and ran(store)
+    kbuild(store)
+    ran(store)
+    result = kbuild(store)
+    assert result.exit_code == 0 and result.output.startswith("0 ran, ")
+    assert not ran(store)

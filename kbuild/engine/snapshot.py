@@ -44,12 +44,16 @@ class Snapshot(BuildState):
         file, as `git status` does, and not the graph (nor the stat cache, when each file still
         has the stat the summary recorded with its hash)."""
         hasher, stats = self.hasher, summary.get("stats", {})
+        self.restatted = False
 
         def changed(path: str, digest: str) -> bool:
             recorded = stats.get(path)
             if recorded is not None and hasher.unchanged_since(path, recorded):
                 return False
-            return hasher.hash(path) != digest
+            now = hasher.hash(path)
+            if now == digest and recorded is not None:
+                self.restatted = True  # same content, another stat (a checkout, a copy): recorded anew
+            return now != digest
 
         return ([path for path, digest in summary["files"].items() if changed(path, digest)],
                 [path for path, digest in summary["outputs"].items() if changed(path, digest)])
@@ -70,10 +74,13 @@ class Snapshot(BuildState):
     def _complete_stats(self, summary: dict[str, Any]) -> None:
         """A no-op that had to hash files the summary holds no stat for (outputs a build had just
         written are too new to trust their stats) records their stats now, so the next no-op,
-        and `kbuild.uptodate`, need only a stat per file."""
-        if len(summary.get("stats", {})) < len(summary["files"]) + len(summary["outputs"]):
+        and `kbuild.uptodate`, need only a stat per file. So does one that found files whose stat
+        changed while their content did not (rewritten as they were by a checkout, copied):
+        else every no-op after it would hash them again, and kbuild.uptodate never hold."""
+        restatted = getattr(self, "restatted", False)
+        if restatted or len(summary.get("stats", {})) < len(summary["files"]) + len(summary["outputs"]):
             stats = self._stats_of(summary)
-            if len(stats) > len(summary.get("stats", {})):
+            if restatted or len(stats) > len(summary.get("stats", {})):
                 summary["stats"] = stats
                 self.state.set_meta(CLEAN, json.dumps(summary))
 
