@@ -24,7 +24,9 @@ from pathlib import Path
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+from installed import use_installed_kbuild  # noqa: E402
+
+use_installed_kbuild()  # not the checkout's kbuild/, which lacks kbuild.rules
 
 Row = tuple[str, str, str]  # (what was measured, the result, the aim or the anchor)
 CORPUS = HERE.parent.parent / "shared" / "corpus"
@@ -155,8 +157,33 @@ def others(quick: bool) -> dict[str, list[Row]]:
     return figures
 
 
+def commands(quick: bool) -> dict[str, list[Row]]:
+    import commands as bench
+
+    rows = []
+    for facts in [130] if quick else [130, 1040, 4940]:
+        r = bench.measure(facts, 3)[0]
+        git, noop = r["git status"], r["kbuild no-op"]
+        ninja = f", ninja {1000 * r['ninja no-op']:.0f} ms" if "ninja no-op" in r else ""
+        rows += [
+            (f"`kbuild` no-op, {r['facts']:,} facts", f"{1000 * noop:.0f} ms; `git status` {1000 * git:.0f} ms "
+             f"({noop / git:.1f}×){ninja}", "within 3× `git status` at 130 facts, 2× from 1,000"),
+            (f"`kbuild check` on a fresh clone, {r['facts']:,} facts",
+             f"{r['kbuild check (fresh clone)']:.2f} s ({r['kbuild check (fresh clone)'] / git:.0f}× `git status`)",
+             "within 5× `git status`"),
+            (f"`kbuild status`, {r['facts']:,} facts", f"{1000 * r['kbuild status']:.0f} ms "
+             f"({r['kbuild status'] / noop:.1f}× the no-op)", "within 3× the no-op"),
+            (f"`kbuild` after a pull of one changed source, {r['facts']:,} facts",
+             f"{r['kbuild after a pull']:.2f} s ({r['kbuild after a pull'] / noop:.1f}× the no-op)",
+             "what differs, not the store"),
+            (f"`kbuild --help`, `--version`, {r['facts']:,} facts",
+             f"{1000 * r['kbuild --help']:.0f} ms, {1000 * r['kbuild --version']:.0f} ms", "under 100 ms"),
+        ]
+    return {"0. Whole commands (interleaved with `git status`)": rows}
+
+
 FIGURES: dict[str, Callable[[bool], dict[str, list[Row]]]] = {
-    "noop": noop_and_memory, "pull": pull, "scheduling": scheduling, "incremental": incremental,
+    "commands": commands, "noop": noop_and_memory, "pull": pull, "scheduling": scheduling, "incremental": incremental,
     "amplification": amplification, "convert": conversion, "others": others,
 }
 
@@ -173,14 +200,20 @@ def main() -> None:
         print(f"running {name} ...", file=sys.stderr, flush=True)
         try:
             figures = FIGURES[name](args.quick)
-        except Exception as exc:  # one broken figure must not lose the others' numbers
-            figures = {name: [("failed", f"{type(exc).__name__}: {exc}", "")]}
+        except (Exception, SystemExit) as exc:  # one broken figure must not lose the others' numbers
+            figures = {name: [("failed", _one_line(f"{type(exc).__name__}: {exc}"), "")]}
         table.update(figures)
         print("\n".join(_lines(figures)), f"\n  ({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr,
               flush=True)
     print("| figure | measured | result | aim or anchor |")
     print("|---|---|---|---|")
     print("\n".join(_lines(table)))
+
+
+def _one_line(text: str, width: int = 300) -> str:
+    """A failure as a table cell: one line (a figure's SystemExit may carry a command's output)."""
+    line = " ".join(text.split()).replace("|", "\\|")
+    return line if len(line) <= width else line[:width] + " ..."
 
 
 def _lines(table: dict[str, list[Row]]) -> list[str]:

@@ -1,7 +1,7 @@
 """Whole commands as a user feels them: `kbuild` no-op, `kbuild check` on a fresh clone,
 `kbuild status`, `--help` and `--version`, against `git status` and ninja on the same tree.
 
-    python benchmarks/commands.py [--facts 130 1040 4940] [--runs 7]
+    python benchmarks/commands.py [--facts 130 1040 4940] [--runs 7] [--against OTHER_PYTHON]
 
 Each store is built (offline backend) from real documents, the revisions of PEP 747 in
 tests/data/pep-0747 (copied under new names until the store holds about --facts facts), and
@@ -9,7 +9,11 @@ committed to a git repository. ninja (`pip install ninja`) gets an equivalent `b
 generated from kbuild.lock: one edge per query, from the files it reads and the outputs (or
 stamps) of the queries it reads, to its outputs (or a stamp). Every figure is the median of
 --runs whole processes, the commands interleaved so a busy machine slows them alike; ratios are
-within one run.
+within one run. "after a pull" is `kbuild` right after `git merge` brings a teammate's commit
+that changed one source and its pages and lock (the merge itself not timed; the store is then
+put back and built untimed for the next run). --against times every kbuild command of the
+row a second time with another Python's kbuild (another install: before a change, say),
+interleaved with the first, as a row of its own.
 """
 from __future__ import annotations
 
@@ -93,50 +97,109 @@ def write_ninja(root: Path) -> Path:
     return folder
 
 
-def measure(facts: int, runs: int) -> dict[str, float]:
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def teammate_commit(root: Path, team: Path) -> str:
+    """A teammate's commit on `root`: one source edited, the store built again; its id."""
+    git(team.parent, "clone", "-q", str(root), str(team))
+    run(KBUILD, team)  # a fresh clone takes the lock in
+    doc = sorted((team / "docs").glob("*.rst"))[0]
+    doc.write_text(doc.read_text() + "\n\nA paragraph a teammate added, which says one more thing.\n")
+    run(KBUILD, team)
+    git(team, "commit", "-qam", "one source edited")
+    return git(team, "rev-parse", "HEAD")
+
+
+def measure(facts: int, runs: int, against: str | None = None) -> list[dict[str, float]]:
+    """A row of medians per kbuild measured: this Python's, then `against`'s."""
+    pythons = {"": sys.executable, **({"against": against} if against else {})}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "store"
         root.mkdir()
         built = make_store(root, facts)
-        ninja = write_ninja(root) if shutil.which("ninja") else None
+        ninja = None
+        if shutil.which("ninja"):  # over a copy of the tree: its `touch` must not change kbuild's files
+            shutil.copytree(root, Path(tmp) / "tree", symlinks=True)
+            ninja = write_ninja(Path(tmp) / "tree")
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
-        commands: dict[str, tuple[list[str], Path, tuple[int, ...]]] = {
-            "kbuild no-op": (KBUILD, root, (0,)),
+        base = git(root, "rev-parse", "HEAD")
+        team = teammate_commit(root, Path(tmp) / "team")
+        kbuilds = {label: [python, "-m", "kbuild"] for label, python in pythons.items()}
+        # each kbuild its own copy of the store: one's state is not the other's
+        stores = {label: root if not label else Path(tmp) / f"store-{label}" for label in pythons}
+        for store in stores.values():
+            if store != root:
+                shutil.copytree(root, store, symlinks=True)
+        for store in stores.values():
+            git(store, "remote", "add", "team", str(Path(tmp) / "team"))
+            git(store, "fetch", "-q", "team")
+        time.sleep(2.1)  # past the stat cache's racy window, then settled
+        for label, store in stores.items():
+            run(kbuilds[label], store)
+            run(kbuilds[label], store)
+        peers: dict[str, tuple[list[str], Path, tuple[int, ...]]] = {
             "git status": (["git", "status", "--porcelain"], root, (0,)),
-            "kbuild status": ([*KBUILD, "status"], root, (0, 1)),
-            "kbuild --help": ([*KBUILD, "--help"], root, (0,)),
-            "kbuild --version": ([*KBUILD, "--version"], root, (0, 2)),
         }
         if ninja:
-            commands["ninja no-op"] = (["ninja"], ninja, (0,))
-        times: dict[str, list[float]] = {name: [] for name in [*commands, "kbuild check (fresh clone)"]}
+            peers["ninja no-op"] = (["ninja"], ninja, (0,))
+        times: dict[str, list[float]] = {}
+
+        def timed(name: str, cmd: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> None:
+            times.setdefault(name, []).append(run(cmd, cwd, ok))
+
         for _ in range(runs):
-            for name, (cmd, cwd, ok) in commands.items():
-                times[name].append(run(cmd, cwd, ok))
-            shutil.rmtree(clone / ".kbuild", ignore_errors=True)  # as on a CI runner: no state, no cache
-            times["kbuild check (fresh clone)"].append(run([*KBUILD, "check"], clone))
-        return {"facts": built, **{name: statistics.median(t) for name, t in times.items()}}
+            for name, (cmd, cwd, ok) in peers.items():
+                timed(name, cmd, cwd, ok)
+            for label, kb in kbuilds.items():
+                store = stores[label]
+                timed(label + "kbuild no-op", kb, store)
+                timed(label + "kbuild status", [*kb, "status"], store, (0, 1))
+                timed(label + "kbuild --help", [*kb, "--help"], store)
+                timed(label + "kbuild --version", [*kb, "--version"], store, (0, 2))
+                shutil.rmtree(clone / ".kbuild", ignore_errors=True)  # as on a CI runner: no state, no cache
+                timed(label + "kbuild check (fresh clone)", [*kb, "check"], clone)
+                git(store, "merge", "-q", "--ff-only", team)
+                timed(label + "kbuild after a pull", kb, store)
+                git(store, "reset", "-q", "--hard", base)
+                run(kb, store)  # built back, untimed
+            time.sleep(2.1)  # past the stat cache's racy window, then settled
+            for label, kb in kbuilds.items():
+                run(kb, stores[label])
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        rows = []
+        for label, python in pythons.items():
+            row = {"facts": built, "python": python, **{k: v for k, v in medians.items() if k in peers}}
+            row.update({k[len(label):]: v for k, v in medians.items() if k.startswith(label) and k not in peers
+                        and (label or not k.startswith("against"))})
+            rows.append(row)
+        return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, nargs="+", default=[130, 1040, 4940])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--against", metavar="PYTHON", help="also time the kbuild of this Python, interleaved")
     args = parser.parse_args()
     print("| store | `kbuild` no-op | `git status` | ninja no-op | `kbuild check` (fresh clone) | `kbuild status` "
-          "| `--help` | `--version` |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| `kbuild` after a pull | `--help` | `--version` |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for facts in args.facts:
-        r = measure(facts, args.runs)
-        git = r["git status"]
+        for r in measure(facts, args.runs, args.against):
+            git_s = r["git status"]
 
-        def cell(name: str) -> str:
-            return f"{r[name]:.3f} s ({r[name] / git:.0f}×)" if name in r else "n/a"
+            def cell(name: str, r: dict[str, float] = r, git_s: float = git_s) -> str:
+                return f"{r[name]:.3f} s ({r[name] / git_s:.0f}×)" if name in r else "n/a"
 
-        print(f"| {r['facts']:,} facts | {cell('kbuild no-op')} | {git:.3f} s | {cell('ninja no-op')} "
-              f"| {cell('kbuild check (fresh clone)')} | {cell('kbuild status')} | {r['kbuild --help']:.3f} s "
-              f"| {r['kbuild --version']:.3f} s |", flush=True)
+            status = f"{cell('kbuild status')}, {r['kbuild status'] / r['kbuild no-op']:.1f}× the no-op"
+            who = f" ({r['python']})" if args.against else ""
+            print(f"| {r['facts']:,} facts{who} | {cell('kbuild no-op')} | {git_s:.3f} s | {cell('ninja no-op')} "
+                  f"| {cell('kbuild check (fresh clone)')} | {status} | {cell('kbuild after a pull')} "
+                  f"| {r['kbuild --help']:.3f} s | {r['kbuild --version']:.3f} s |", flush=True)
 
 
 if __name__ == "__main__":

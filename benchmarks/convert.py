@@ -25,7 +25,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import use_installed_kbuild  # noqa: E402
+
+use_installed_kbuild()
 
 import pymupdf  # noqa: E402
 

@@ -22,7 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import use_installed_kbuild  # noqa: E402
+
+use_installed_kbuild()
 
 from kbuild.engine import Engine, rule  # noqa: E402
 

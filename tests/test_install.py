@@ -95,3 +95,12 @@ def test_a_missing_prompt_is_one_line_and_a_doctor_failure(installed, tmp_path):
     assert build.returncode != 0 and "Traceback" not in build.stdout + build.stderr
     assert "read.md" in build.stdout + build.stderr
     assert doctor.returncode == 1 and "FAIL" in doctor.stdout and "read.md" in doctor.stdout
+
+
+def test_the_benchmarks_measure_the_installed_kbuild_from_a_checkout(installed):
+    """`python -m benchmarks` runs from the checkout, whose kbuild/ has no kbuild.rules: the
+    benchmarks take the installed kbuild, as a user runs it."""
+    where = subprocess.run([installed / "bin/python", "-c",
+                            "import benchmarks.__main__, kbuild.rules; print(kbuild.rules.__file__)"],
+                           capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert where.startswith(str(installed)), where

@@ -93,3 +93,52 @@ def test_a_store_with_url_sources_fetches_on_every_build(store):
     kbuild(store)
     kbuild(store)
     assert not (store / ".kbuild" / uptodate.RECORD).exists()
+
+
+def test_status_with_nothing_to_do_says_so_without_running_the_kbuildfile(store):
+    import json
+
+    ran(store)
+    for args, expected in ((("status",), "up to date: nothing would run\n"),
+                           (("status", "--json"), json.dumps({"causes": {}, "new": []}, indent=2) + "\n")):
+        result = kbuild(store, *args)
+        assert result.exit_code == 0 and result.output == expected
+        assert not ran(store)
+    (store / ".kbuild" / uptodate.RECORD).unlink()  # the usual way says the same
+    for args, expected in ((("status",), "up to date: nothing would run\n"),
+                           (("status", "--json"), json.dumps({"causes": {}, "new": []}, indent=2) + "\n")):
+        result = kbuild(store, *args)
+        assert result.exit_code == 0 and result.output == expected
+        assert ran(store)
+
+
+@pytest.mark.parametrize("change", ["source", "output"])
+def test_status_after_a_change_runs_the_kbuildfile_and_names_it(store, change):
+    fact = next((store / "kb/shop/facts/payments").glob("refund*.md"))
+    if change == "source":
+        (store / "payments.md").write_text(PAYMENTS.replace("every refund", "each refund"))
+    else:
+        fact.write_text("edited by hand\n")
+    ran(store)
+    result = kbuild(store, "status")
+    assert result.exit_code == 0 and ran(store)
+    assert "up to date" not in result.output
+    assert ("payments.md" if change == "source" else fact.name) in result.output
+
+
+def test_files_rewritten_as_they_were_come_back_to_the_fast_path(store):
+    """A checkout or a copy rewrites files with the content they had: new stats, same hashes.
+    The builds after it record the new stats, so `kbuild` is decided by a stat per file again."""
+    import os
+
+    for path in [store / "payments.md", *(p for p in (store / "kb").rglob("*") if p.is_file())]:
+        copy = path.with_name(path.name + ".copy")
+        copy.write_bytes(path.read_bytes())
+        os.replace(copy, path)  # another inode, another mtime
+    ran(store)
+    assert kbuild(store).exit_code == 0 and ran(store)
+    kbuild(store)
+    ran(store)
+    result = kbuild(store)
+    assert result.exit_code == 0 and result.output.startswith("0 ran, ")
+    assert not ran(store)

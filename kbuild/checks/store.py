@@ -6,6 +6,8 @@ links by reading the pages, grounding by the verdicts the build recorded with ea
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,9 @@ from typing import Any
 from ..engine import Change, Engine
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
-from .links import broken_links_in
-from .secrets import find_secrets
-
+from ..engine.staleness import inspect_engine
+from .pages import links_of, missing_links, recorded
+from .pages import verdict as page_verdict
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,10 @@ class Finding:
 def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     root = engine.root
     grounded = set(kb.grounded_rules) if kb is not None else set()
-    inspection = engine.inspect()
+    inspection = inspect_engine(engine, lambda path: path.endswith(".md"))
     memos, stale = inspection.memos, inspection.stale
+    pages = {path: data for path, (data, _) in inspection.contents.items()}
+    page_hashes = {path: digest for path, (_, digest) in inspection.contents.items()}
     findings: list[Finding] = []
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
 
@@ -52,28 +56,30 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
             else:
                 findings.append(Finding(path, f"stale: {reason.sentence}", "kbuild"))
 
-    # Each page is read once, for its links, its secrets and its grounding verdict; link targets
-    # are looked up once however many pages link to them (every fact links to its index).
+    # Each page is read once, for its hash, its links, its secrets and its grounding verdict (the
+    # inspection read it); a page whose rule recorded the verdict of its links and secrets with
+    # its hash is not scanned again while it has that hash, and the rest are scanned on both cores
+    # where there are enough of them. Link targets are looked up once however many pages link to
+    # them (every fact links to its index).
     exists: dict[str, bool] = {}
     store_root = root / (kb.store.root if kb else "")
-    page_hashes: dict[str, str] = {}
     quoting_code = _quoting_code(kb) if kb else set()
+    verdicts: dict[str, dict[str, Any]] = {}
+    unscanned: list[tuple[str, bool]] = []
     for path, qid in sorted(outputs.items()):
-        if not path.endswith(".md"):
+        if path not in pages or "/raw/" in path:
             continue
-        try:
-            data = (root / path).read_bytes()
-        except FileNotFoundError:
-            continue
-        page_hashes[path] = hash_bytes(data)
-        if "/raw/" in path:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        code = path.rsplit("/", 1)[0] in quoting_code
-        for problem in broken_links_in(text, root / path, store_root, exists, code=code):
+        found = recorded(memos[qid].notes, path, page_hashes[path])
+        if found is not None:
+            verdicts[path] = found
+        else:
+            unscanned.append((path, path.rsplit("/", 1)[0] in quoting_code))
+    verdicts.update(scan(unscanned, pages, root, store_root))
+    for path in sorted(verdicts):
+        found = verdicts[path]
+        for problem in missing_links(links_of(found, root, store_root), exists):
             findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
-        # The whole page, quotes and code included: only raw/ keeps a source's words as they were.
-        for kind in sorted(set(find_secrets(text))):
+        for kind in found["secrets"]:
             findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
 
     for qid, memo in sorted(memos.items()):
@@ -94,6 +100,50 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
         findings += _not_built(kb, memos)
         findings += _orphans(root, kb.store.root, set(outputs))
     return _unique(findings)
+
+
+PARALLEL_BYTES = 4 << 20  # below this much text to scan, a second process costs more than it saves
+
+
+def scan(pages: list[tuple[str, bool]], contents: Mapping[str, bytes], root: Path,
+         store_root: Path) -> dict[str, dict[str, Any]]:
+    """The verdict of each (page, quotes code) of `pages`, on both cores when there is enough."""
+    size = sum(len(contents[path]) for path, _ in pages)
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 2)
+    if workers > 1 and size >= PARALLEL_BYTES:
+        import multiprocessing
+
+        from . import secret_kinds  # noqa: F401  imported once, here, not in each process
+
+        try:
+            context = multiprocessing.get_context("fork")  # the pages are inherited, not sent
+        except ValueError:
+            context = None
+        if context is not None:
+            global _SCANNING
+            _SCANNING = (pages, contents, root, store_root)
+            try:
+                with context.Pool(workers - 1) as pool:
+                    others = pool.map_async(_scan_part, [(n, workers) for n in range(1, workers)])
+                    found = _scan_part((0, workers))  # this process scans its share meanwhile
+                    for part in others.get():
+                        found.update(part)
+                return found
+            except OSError:  # no second process to be had: one core, as below
+                pass
+            finally:
+                _SCANNING = None
+    return {path: page_verdict(path, contents[path], root, store_root, code) for path, code in pages}
+
+
+_SCANNING: tuple[list[tuple[str, bool]], Mapping[str, bytes], Path, Path] | None = None
+
+
+def _scan_part(part: tuple[int, int]) -> dict[str, dict[str, Any]]:
+    assert _SCANNING is not None
+    pages, contents, root, store_root = _SCANNING
+    n, of = part
+    return {path: page_verdict(path, contents[path], root, store_root, code) for path, code in pages[n::of]}
 
 
 def _quoting_code(kb: Any) -> set[str]:

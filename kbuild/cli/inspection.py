@@ -18,6 +18,12 @@ def status(session: Session, as_json: bool) -> None:
 
     Example: kbuild status --json
     """
+    # Nothing changed since a build that left every query settled (kbuild.uptodate): nothing is
+    # stale and every target is built, which the stat of each file says without the Kbuildfile.
+    up_to_date = {"causes": {}, "new": []}
+    if session.settled_queries() is not None:
+        click.echo(json.dumps(up_to_date, indent=2, sort_keys=True) if as_json else "up to date: nothing would run")
+        return
     from ..status import status as read_status
 
     spec, engine = session.load()

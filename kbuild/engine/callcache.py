@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ class CallCache:
         self.hits = 0
         self._in_flight: dict[str, asyncio.Future[Any]] = {}
         self._answered: dict[str, Any] = {}  # this build's answers: no second call for a key
+        self._folders: set[str] | None = None  # the fan-out folders there are (see _may_hold)
 
     @staticmethod
     def key(request: Mapping[str, Any]) -> str:
@@ -30,6 +32,20 @@ class CallCache:
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key[2:]}.json"
+
+    def _may_hold(self, key: str) -> bool:
+        """False when the key's fan-out folder did not exist when this build first looked (one
+        listing of the cache folder) and this build has not written there: a miss known without
+        a file lookup off the event loop. A cold build with an empty cache then starts its first
+        model call at once instead of after every query's lookup has come back. An entry that
+        another process adds meanwhile in a folder new to this build is not seen by it: a miss,
+        as if it had come a moment later."""
+        if self._folders is None:
+            try:
+                self._folders = {entry.name for entry in os.scandir(self.folder) if len(entry.name) == 2}
+            except OSError:
+                self._folders = set()
+        return key[:2] in self._folders
 
     def get(self, key: str) -> Any | None:
         try:
@@ -40,6 +56,8 @@ class CallCache:
     def put(self, key: str, request: Mapping[str, Any], response: Any) -> None:
         record = {"request": request, "response": response}
         atomic_write(self._path(key), canonical_json(record).encode(), durable=False)
+        if self._folders is not None:
+            self._folders.add(key[:2])
 
     async def call(
         self,
@@ -49,7 +67,7 @@ class CallCache:
     ) -> Any:
         """The cached response to `request`, computing it at most once even when asked concurrently."""
         key = self.key(request)
-        if not refresh:
+        if not refresh and self._may_hold(key):
             # file I/O off the event loop: on slow disks an open costs as much as running a query
             cached = await asyncio.to_thread(self.get, key)
             if cached is not None:

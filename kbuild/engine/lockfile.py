@@ -132,6 +132,42 @@ class _Entries:
 CONFLICT_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")
 
 
+def lock_entries(data: bytes) -> dict[str, bytes] | None:
+    """The entries of a lock this code wrote, each as its bytes (its id line included), by id;
+    None when `data` is not such a lock. Nothing is parsed but the ids: two locks are compared
+    entry by entry as bytes, and only the entries that differ need parsing (parse_entry)."""
+    header, footer = HEADER.encode(), FOOTER.encode()
+    if not (data.startswith(header) and data.endswith(footer)) or len(data) < len(header) + len(footer):
+        return None
+    body = data[len(header):len(data) - len(footer)]
+    if not body:
+        return {}
+    if not body.startswith(ENTRY.encode()):
+        return None
+    found: dict[str, bytes] = {}
+    id_end = ID_END.encode()
+    try:
+        for part in body.split((JOIN + ENTRY).encode()):
+            entry = part if part.startswith(ENTRY.encode()) else ENTRY.encode() + part
+            qid = json.loads(entry[len(ENTRY) - 1:entry.index(id_end) + 1])
+            if not isinstance(qid, str) or qid in found:
+                return None
+            found[qid] = entry
+    except ValueError:
+        return None
+    return found
+
+
+def parse_entry(entry: bytes) -> Memo:
+    """The memo of one entry of lock_entries (ValueError, KeyError or TypeError when it is none)."""
+    parsed = json.loads(b"{" + entry + b"}")
+    if len(parsed) != 1:
+        raise ValueError("not one entry")
+    ((qid, e),) = parsed.items()
+    typed_reads([e["deps"]])
+    return Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}))
+
+
 def read_lock(path: Path) -> dict[str, Memo]:
     data = path.read_bytes()
     try:

@@ -6,14 +6,18 @@ read the graph at all when none changed.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from typing import Any
 
 from .buildstate import BuildState
 from .hashing import hash_bytes
-from .state import FileRead, flat
+from .lockfile import lock_entries, parse_entry
+from .state import FileRead, Memo, flat
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
+TAKEN = "lock.taken"  # in the state folder: a hard link to the lock this state describes
 
 
 def _targets_digest(root_ids: list[str]) -> str:
@@ -24,7 +28,7 @@ class Snapshot(BuildState):
     def clean_summary(self, root_ids: list[str]) -> dict[str, Any] | None:
         """What the last build recorded when it left every query settled, if it still describes
         this build: the same lock, targets and rules."""
-        if self.lock_changed or self.lock_behind:
+        if self.lock_behind or (self.lock_changed and self.read_only):
             return None
         blob = self.state.get_meta(CLEAN)
         if blob is None:
@@ -37,19 +41,141 @@ class Snapshot(BuildState):
             r = rules.get(name)
             if r is None or r.fingerprint_with(self.sources) != fingerprint:
                 return None
+        if self.lock_changed and not self._take_lock_difference(summary, root_ids):
+            return None
         return summary
+
+    def _take_lock_difference(self, summary: dict[str, Any], root_ids: list[str]) -> bool:
+        """A new lock (a pull) taken in by what differs from the lock this state describes: the
+        two compared entry by entry as bytes, only the entries that differ parsed, the state and
+        the summary changed for those alone, so the build goes on as after any edit of a few
+        files. False, with nothing changed, wherever that does not clearly hold (the old lock is
+        not at hand, an entry is refused, its rule is not this code's, or the new entries do not
+        agree with the ones kept), and the build reads the whole lock as it always did."""
+        state, hasher = self.state, self.hasher
+        try:
+            old_data = (self.engine.state_dir / TAKEN).read_bytes()
+            new_data, new_digest = hasher.read(self.lock_key)
+        except OSError:
+            return False
+        if hash_bytes(old_data) != state.get_meta("lock_hash"):
+            return False
+        old, new = lock_entries(old_data), lock_entries(new_data)
+        if old is None or new is None:
+            return False
+        differ = [q for q, entry in new.items() if old.get(q) != entry]
+        removed = [q for q in old if q not in new]
+        if 4 * (len(differ) + len(removed)) > max(len(new), 1) or any(q not in new for q in root_ids):
+            return False  # most of it: reading the whole lock costs no more
+        try:
+            incoming = {q: parse_entry(new[q]) for q in differ}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return False
+        rules, outputs_area = self.engine.rules, self.engine.outputs
+        for memo in incoming.values():
+            r = rules.get(memo.rule)
+            if r is None or r.fingerprint_with(self.sources) != memo.fingerprint:
+                return False
+            if any(outputs_area.problem(p, resolve=False) for p in memo.outputs):
+                return False  # refused: the whole lock's import says so
+        before = state.load_memos([*differ, *removed])
+        gone = set(removed)
+        # the entries kept must agree with the new ones: what they read is what the new entries hold
+        kept_deps = {d for m in incoming.values() for d, _ in flat(m.deps)
+                     if not isinstance(d, FileRead) and d not in incoming}
+        kept = state.load_memos(kept_deps) if kept_deps else {}
+        for memo in incoming.values():
+            for dep, recorded in flat(memo.deps):
+                if isinstance(dep, FileRead):
+                    continue
+                source = incoming.get(dep) or kept.get(dep)
+                if source is None or source.hash != recorded or dep in gone:
+                    return False
+        readers = state.readers([*differ, *removed]) - incoming.keys() - gone
+        for reader in state.load_memos(readers).values():
+            for dep, recorded in flat(reader.deps):
+                if dep in gone or (dep in incoming and incoming[dep].hash != recorded):
+                    return False
+        produced = {p for m in incoming.values() for p in m.outputs}
+        for memo in before.values():  # an output no entry makes any more is gone from the tree
+            if any(p not in produced and os.path.lexists(self.engine.root / p) for p in memo.outputs):
+                return False
+        files, outputs = summary["files"], summary["outputs"]
+        touched: dict[str, str | None] = {}
+        for memo in before.values():
+            for path in memo.outputs:
+                outputs.pop(path, None)
+            touched.update((d.path, None) for d, _ in flat(memo.deps) if isinstance(d, FileRead))
+        for memo in incoming.values():
+            for dep, recorded in flat(memo.deps):
+                if isinstance(dep, FileRead):
+                    if touched.get(dep.path) not in (None, recorded):
+                        return False  # two new entries read one file as two contents
+                    touched[dep.path] = recorded
+        read_anew = {path: digest for path, digest in touched.items() if digest is not None}
+        file_readers = state.readers(FileRead.of(path) for path in read_anew) - incoming.keys() - gone
+        for reader in state.load_memos(file_readers).values():  # a kept entry read such a file as it was
+            if any(isinstance(d, FileRead) and read_anew.get(d.path, recorded) != recorded
+                   for d, recorded in flat(reader.deps)):
+                return False
+        state.delete_memos([*differ, *removed])
+        for memo in incoming.values():
+            state.save_memo(memo, None)
+            outputs.update(memo.outputs)
+            summary["fingerprints"].setdefault(memo.rule, memo.fingerprint)
+        stats = summary.get("stats", {})
+        for path, recorded in touched.items():
+            stats.pop(path, None)
+            if recorded is not None:
+                files[path] = recorded
+            elif state.readers([FileRead.of(path)]):
+                pass  # still read by an entry kept, as the summary says
+            else:
+                files.pop(path, None)
+        for memo in incoming.values():
+            for path in memo.outputs:
+                stats.pop(path, None)
+        summary["queries"] += len(incoming.keys() - before.keys()) - len(gone)
+        state.set_meta(CLEAN, json.dumps(summary))
+        state.set_meta("lock_hash", new_digest)
+        self.lock_changed = False
+        return True
+
+    def _remember_lock(self) -> None:
+        """Link the lock this state now describes into the state folder, where a later build
+        that finds another lock (a pull) compares the two (_take_lock_difference). A link costs
+        no copy: the lock is replaced, never written in place, by kbuild and by git; an edit in
+        place shows as a hash that is not the one recorded. Where links cannot be made, every
+        new lock is read whole, as before."""
+        link = self.engine.state_dir / TAKEN
+        try:
+            lock = os.stat(self.engine.lock_path)
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(link).st_ino == lock.st_ino:
+                    return
+            tmp = link.with_name(TAKEN + ".tmp")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            os.link(self.engine.lock_path, tmp)
+            os.replace(tmp, link)
+        except OSError:
+            pass
 
     def changed_since(self, summary: dict[str, Any]) -> tuple[list[str], list[str]]:
         """The files read and the outputs written that changed since the summary: a stat per
         file, as `git status` does, and not the graph (nor the stat cache, when each file still
         has the stat the summary recorded with its hash)."""
         hasher, stats = self.hasher, summary.get("stats", {})
+        self.restatted = False
 
         def changed(path: str, digest: str) -> bool:
             recorded = stats.get(path)
             if recorded is not None and hasher.unchanged_since(path, recorded):
                 return False
-            return hasher.hash(path) != digest
+            now = hasher.hash(path)
+            if now == digest and recorded is not None:
+                self.restatted = True  # same content, another stat (a checkout, a copy): recorded anew
+            return now != digest
 
         return ([path for path, digest in summary["files"].items() if changed(path, digest)],
                 [path for path, digest in summary["outputs"].items() if changed(path, digest)])
@@ -70,12 +196,16 @@ class Snapshot(BuildState):
     def _complete_stats(self, summary: dict[str, Any]) -> None:
         """A no-op that had to hash files the summary holds no stat for (outputs a build had just
         written are too new to trust their stats) records their stats now, so the next no-op,
-        and `kbuild.uptodate`, need only a stat per file."""
-        if len(summary.get("stats", {})) < len(summary["files"]) + len(summary["outputs"]):
+        and `kbuild.uptodate`, need only a stat per file. So does one that found files whose stat
+        changed while their content did not (rewritten as they were by a checkout, copied):
+        else every no-op after it would hash them again, and kbuild.uptodate never hold."""
+        restatted = getattr(self, "restatted", False)
+        if restatted or len(summary.get("stats", {})) < len(summary["files"]) + len(summary["outputs"]):
             stats = self._stats_of(summary)
-            if len(stats) > len(summary.get("stats", {})):
+            if restatted or len(stats) > len(summary.get("stats", {})):
                 summary["stats"] = stats
                 self.state.set_meta(CLEAN, json.dumps(summary))
+        self._remember_lock()
 
     def _record_clean(self, root_ids: list[str]) -> None:
         if self.failed or len(self.green) != len(self.memos):
@@ -95,6 +225,7 @@ class Snapshot(BuildState):
                    "outputs": outputs, "queries": len(self.memos)}
         summary["stats"] = self._stats_of(summary)
         self.state.set_meta(CLEAN, json.dumps(summary))
+        self._remember_lock()
 
     def _update_clean(self, summary: dict[str, Any], changed_files: list[str]) -> None:
         """The summary of a build that loaded only what changes reached, brought up to date from
@@ -125,3 +256,4 @@ class Snapshot(BuildState):
         summary["queries"] += sum(q not in self.replaced for q in self.report.executed) - len(dead)
         summary["stats"] = self._stats_of(summary)
         self.state.set_meta(CLEAN, json.dumps(summary))
+        self._remember_lock()

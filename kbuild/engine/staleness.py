@@ -2,11 +2,17 @@
 have to check again, from one reading of the lock and the files."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .graphload import GraphLoading
 from .state import FileRead, Memo, flat
 from .verify import Change, Reason, first_changed_read, outside_reads
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 
 @dataclass
@@ -14,15 +20,30 @@ class Inspection:
     memos: dict[str, Memo]
     stale: dict[str, tuple[Reason, str]]  # query id -> (why, the query whose own change it comes from)
     refused: dict[str, str] = field(default_factory=dict)  # lock entries not taken in, and why
+    contents: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # outputs read whole, and their hashes
 
 
-def inspect(build: GraphLoading) -> Inspection:
+def inspect_engine(engine: Engine, read_outputs: Callable[[str], bool]) -> Inspection:
+    """Engine.inspect, also reading whole each recorded output that `read_outputs` chooses (a
+    caller's pages): read once, for its hash and for the caller, who finds the bytes in
+    `contents` with their hashes. A missing or unreadable one is not there, and hashed as the verification does."""
+    with engine._reading() as build:
+        return inspect(build, read_outputs)
+
+
+def inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None = None) -> Inspection:
     """Each query whose own inputs, rule or outputs changed, with why, and each query built on
     one of them, directly or not, with the nearest such query it reads. Unlike a dry run, it does
     not stop at a query's first changed read: this is the set a reviewer is shown, every output
     that depends on a change."""
     build.load_graph()
     memos, file_hash = build.memos, build.hasher.hash
+    contents: dict[str, tuple[bytes, str]] = {}
+    if read_outputs is not None:
+        read = build.hasher.read
+        for path in sorted({p for memo in memos.values() for p in memo.outputs if read_outputs(p)}):
+            with contextlib.suppress(OSError):  # missing, a directory, a pipe: hashed as ever below
+                contents[path] = read(path)
     causes: dict[str, Reason] = {}
 
     def recorded_hash(dep: str) -> str | None:
@@ -50,4 +71,4 @@ def inspect(build: GraphLoading) -> Inspection:
                     stale[reader] = (Reason.of(Change.BUILT_ON_STALE, qid), stale[qid][1])
                     nxt.append(reader)
         frontier = sorted(nxt)
-    return Inspection(dict(memos), stale, dict(build.refused))
+    return Inspection(dict(memos), stale, dict(build.refused), contents)

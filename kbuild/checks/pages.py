@@ -1,0 +1,124 @@
+"""What `kbuild check` finds in a page by itself: where its links lead and what secrets it holds.
+
+Both are a function of the page's bytes and of where it stands, so a verdict recorded with the
+page's hash holds for as long as the page has that hash: a rule that writes a page records it
+(`note_page`, into the lock through ctx.note, as grounding verdicts are), and `kbuild check` on a
+fresh clone then reads no page twice and scans no unchanged page again. Whether the files its
+links lead to exist is not the page's own: that is looked up on every check.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ..engine.hashing import hash_bytes
+from .links import WEB, links_in, quoted_text
+from .secrets import find_secrets
+
+NOTE = "page_checks"  # the note: {page path: verdict}
+
+
+def verdict(path: str, data: bytes, root: Path, store_root: Path, code: bool = False) -> dict[str, Any]:
+    """The verdict of the page `path` (relative to `root`) holding `data`: its hash, its links
+    as [target, the file it names relative to `root`, or None when outside `store_root`], the
+    kinds of secret it holds. `code`: the page quotes a source that is code (whose quote holds
+    no links)."""
+    text = data.decode("utf-8", errors="replace")
+    top = os.path.normpath(os.path.abspath(root))
+    return {
+        "page": hash_bytes(data),
+        "links": [[target, None if resolved is None else os.path.relpath(resolved, top).replace(os.sep, "/")]
+                  for target, resolved in link_targets(text, root / path, store_root, code=code)],
+        # The whole page, quotes and code included: only raw/ keeps a source's words as they were.
+        "secrets": sorted(set(find_secrets(text))),
+    }
+
+
+def note_page(ctx: Any, path: str, data: bytes | str, store_root: Path, code: bool = False) -> None:
+    """Record the verdict of a page the rule writes at `path`, with its hash, among its notes."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    recorded = dict(ctx.notes.get(NOTE) or {})
+    recorded[path] = verdict(path, raw, ctx.root, store_root, code)
+    ctx.note(NOTE, recorded)
+
+
+def links_of(found: dict[str, Any], root: Path, store_root: Path) -> list[tuple[str, str | None]]:
+    """The links of a verdict as link_targets gives them, for the store at `store_root`: a file
+    the verdict names outside it leads outside the store."""
+    top = os.path.normpath(os.path.abspath(root))
+    store = os.path.normpath(os.path.abspath(store_root))
+    links: list[tuple[str, str | None]] = []
+    for target, relative in found["links"]:
+        resolved = None if relative is None else top if relative == "." else os.path.join(top, relative)
+        inside = resolved is not None and (resolved == store or resolved.startswith(store + os.sep))
+        links.append((target, resolved if inside else None))
+    return links
+
+
+def recorded(notes: dict[str, Any], path: str, page_hash: str) -> dict[str, Any] | None:
+    """The verdict recorded for the page at `path` when it was of this hash; else None."""
+    found = (notes.get(NOTE) or {}).get(path) if isinstance(notes.get(NOTE), dict) else None
+    if not (isinstance(found, dict) and found.get("page") == page_hash and isinstance(found.get("links"), list)
+            and isinstance(found.get("secrets"), list) and all(isinstance(k, str) for k in found["secrets"])):
+        return None
+    for link in found["links"]:  # a lock is a file anyone can edit: a verdict of another shape is none
+        if not (isinstance(link, list) and len(link) == 2 and isinstance(link[0], str)
+                and (link[1] is None or (isinstance(link[1], str) and _inside(link[1])))):
+            return None
+    return found
+
+
+def link_targets(text: str, page_file: Path, store_root: Path, code: bool = False) -> list[tuple[str, str | None]]:
+    """What the links of `text` (standing at `page_file`) lead to, a function of the text and of
+    where it stands alone: (target, the absolute path of the file it names, or None when it leads
+    outside the store), in the order written, without the links that need no file.
+
+    kbuild.checks.links.broken_links_in, split in two (what the page says; whether those files
+    exist) and kept here: a rule's fingerprint covers links.py, so changing it would make every
+    store build its pages again. tests/test_page_checks.py holds the two to the same answers."""
+    root = os.path.normpath(os.path.abspath(store_root))
+    here = os.path.dirname(os.path.abspath(page_file))
+    quote = links_in(quoted_text(text, page_file.name))
+    accepted = {t for t in quote if code or urlparse(t).scheme in WEB}
+    found: list[tuple[str, str | None]] = []
+    for target in links_in(text):
+        if target in accepted:
+            continue
+        if ":" in target or target.startswith("//"):  # a scheme (or a drive): only then parse it
+            parts = urlparse(target)
+            if parts.scheme or target.startswith("//"):
+                found.append((target, None))
+                continue
+            path = parts.path
+        else:
+            path = target.split("#", 1)[0].split("?", 1)[0]
+        if not path:
+            continue  # an anchor within the page
+        resolved = os.path.normpath(os.path.join(here, unquote(path)))
+        inside = resolved == root or resolved.startswith(root + os.sep)
+        found.append((target, resolved if inside else None))
+    return found
+
+
+def missing_links(targets: Collection[tuple[str, str | None]], exists: dict[str, bool] | None = None) -> list[str]:
+    """One line per link of `targets` (as link_targets gives them) that leads outside the store
+    or to no file in it, as broken_links_in says it. `exists` remembers which files exist."""
+    known = {} if exists is None else exists
+    problems = []
+    for target, resolved in targets:
+        if resolved is None:
+            problems.append(f"links outside the store: {target}")
+            continue
+        found = known.get(resolved)
+        if found is None:
+            found = known[resolved] = os.path.exists(resolved)
+        if not found:
+            problems.append(f"links to a missing file: {target}")
+    return problems
+
+
+def _inside(relative: str) -> bool:
+    return relative == "." or not (relative.startswith("/") or ".." in relative.split("/") or "" in relative.split("/"))

@@ -1,0 +1,29 @@
+"""`python -m benchmarks`: one failing figure does not lose the others' numbers."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import sys
+import benchmarks.__main__ as table
+
+def broken(quick):
+    raise SystemExit("kbuild add failed:\\nsome output | with a bar")
+
+table.FIGURES = {"broken": broken, "fine": lambda quick: {"Fine": [("what", "result", "aim")]}}
+sys.argv = ["benchmarks", "--only", "broken", "fine"]
+table.main()
+"""
+
+
+def test_a_figure_that_exits_is_a_failed_row_and_the_table_is_printed():
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "| figure | measured | result | aim or anchor |"
+    assert "| broken | failed | SystemExit: kbuild add failed: some output \\| with a bar |  |" in lines
+    assert "| Fine | what | result | aim |" in lines
