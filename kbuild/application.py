@@ -7,7 +7,7 @@ and those commands say so or fall back to the Kbuildfile alone.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -36,6 +36,8 @@ class Application(Protocol):
 
     @property
     def grounded_rules(self) -> list[str]: ...  # rules whose pages must carry a passing grounding verdict
+
+    def unbuilt(self, built: Collection[str]) -> list[tuple[str, str, str]]: ...  # (page, why, fix) of what is asked, not built
 
 
 def find_application(namespace: Mapping[str, object]) -> Application | None:

@@ -26,6 +26,7 @@ from kbuild.store.links import needs_sources, rewrite_source_links, without_link
 
 from .cutoffs import same_meaning
 from .guard import plain_text_failures, unsupported_claims, write_grounded
+from .pages import write_page
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
 from .values import Chunks, ChunkText, Page, Place, Reading, SourceText, Span
@@ -163,16 +164,16 @@ async def text(ctx: Context, project: str, source: str) -> SourceText:
     if converted.kind != "code" and needs_sources(body, own):  # in code, `handlers[kind](event)` is a call
         body = rewrite_source_links(body, got.origin, store.text(project, source),
                                     await ctx.query(source_pages(project)), own)
-    ctx.write(store.text(project, source), body)
+    write_page(ctx, store.text(project, source), body, code=converted.kind == "code")
     for number, png in enumerate(converted.pages, start=1):
         ctx.write(store.page_image(project, source, number), png)
     if converted.pages:
-        ctx.write(store.pages_index(project, source), pages.pages_index(source, len(converted.pages)))
+        write_page(ctx, store.pages_index(project, source), pages.pages_index(source, len(converted.pages)))
     for figure in converted.figures:
         ctx.write(store.figure(project, source, figure.name, ".png"), figure.png)
-        ctx.write(store.figure(project, source, figure.name, ".md"), figure_words[figure.name].rstrip() + "\n")
+        write_page(ctx, store.figure(project, source, figure.name, ".md"), figure_words[figure.name].rstrip() + "\n")
     if converted.figures:
-        ctx.write(store.figures_index(project, source),
+        write_page(ctx, store.figures_index(project, source),
                   pages.figures_index(source, [(f.name, f.page, figure_words[f.name]) for f in converted.figures]))
     return SourceText(text=body, kind=converted.kind, title=got.title or _title(body, source),
                       original=Path(got.path).name, pages=len(converted.pages), figures=figure_words)
@@ -184,7 +185,8 @@ async def text(ctx: Context, project: str, source: str) -> SourceText:
 async def chunks(ctx: Context, project: str, source: str) -> Chunks:
     doc = await ctx.query(text(project, source))
     cut = slice_text(doc.text, ctx.settings.floor_tokens, ctx.settings.cap_tokens, headings=doc.kind != "code")
-    return Chunks(title=doc.title, original=doc.original, pages=doc.pages, figures=sorted(doc.figures), chunks=[
+    return Chunks(title=doc.title, original=doc.original, code=doc.kind == "code", pages=doc.pages,
+                  figures=sorted(doc.figures), chunks=[
         Place(slug=name, start=c.start, end=c.end, headings=list(c.headings), covers=list(c.covers),
               pages=list(c.pages) if c.pages else None)
         for name, c in zip(fact_names(cut, RESERVED), cut)])
@@ -285,5 +287,5 @@ async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
                           end=place.end, covers=place.covers, original=c.text, rewritten=rewritten.strip(),
                           label=ctx.settings.label, title=doc.title).render()
     framing = " ".join([c.title, *c.headings])
-    await write_grounded(ctx, path, page, [(rewritten, [c.text, *c.figures.values()])], framing)
+    await write_grounded(ctx, path, page, [(rewritten, [c.text, *c.figures.values()])], framing, code=doc.code)
     return Page(path=path, hash=hash_bytes(page.encode()))

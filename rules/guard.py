@@ -6,6 +6,8 @@ import re
 from kbuild.checks.grounding import Doubt, triage
 from kbuild.engine import Context, Problem, hash_bytes
 
+from .pages import write_page
+
 
 MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(|javascript:|data:text", re.I)
 CODE_SPAN = re.compile(r"(`+)(?=\S).*?(?<=\S)\1")  # `f[T](x)` and `x < y` are code, shown as code
@@ -55,7 +57,7 @@ async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], 
 
 
 async def write_grounded(ctx: Context, path: str, page: str, claims: list[tuple[str, list[str]]],
-                         framing: str = "") -> None:
+                         framing: str = "", code: bool = False) -> None:
     """Write `page` only if nothing in `claims` (the page's own statements, each with its sources)
     is unsupported, and record the verdict with the page's hash in the lock.
 
@@ -65,7 +67,7 @@ async def write_grounded(ctx: Context, path: str, page: str, claims: list[tuple[
     found = await unsupported_claims(ctx, claims, framing)
     if found:
         raise Problem(f"{path}: {'; '.join(found[:5])}; the previous version stays")
-    ctx.write(path, page)
+    write_page(ctx, path, page, code=code)
     # the rules that write grounded pages read the backend and the grounding task's settings
     by = "code" if ctx.settings.backend.name == "offline" else f"code and {ctx.settings.grounding.get('model')}"
     ctx.note("grounding", {"passed": True, "by": by, "page": hash_bytes(page.encode())})

@@ -16,6 +16,7 @@ from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks, fact
 from .failures import built, complete
 from .guard import plain_text_failures
+from .pages import write_page
 from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
 from .summaries import source_summary
@@ -59,17 +60,17 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
     head = (f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
             f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links) + "\n\n## Facts, in source order\n\n")
     if len(entries) <= INDEX_LINES:
-        ctx.write(store.source_index(project, source), head + "\n".join(e for _, e in entries) + "\n")
+        write_page(ctx, store.source_index(project, source), head + "\n".join(e for _, e in entries) + "\n")
     else:  # another level: one sub-index per top-level section
         groups: dict[str, list[str]] = {}
         for c, line in entries:
             groups.setdefault(c.headings[0] if c.headings else doc.title, []).append(line)
         lines = []
         for (group, group_lines), name in zip(groups.items(), unique_names(list(groups))):
-            ctx.write(store.source_part_index(project, source, name), f"# {doc.title} › {group}\n\nBack to [the source's index]"
+            write_page(ctx, store.source_part_index(project, source, name), f"# {doc.title} › {group}\n\nBack to [the source's index]"
                       f"(index.md).\n\n" + "\n".join(group_lines) + "\n")
             lines.append(f"- [{group}](index-{name}.md): {len(group_lines)} facts")
-        ctx.write(store.source_index(project, source), head + "\n".join(lines) + "\n")
+        write_page(ctx, store.source_index(project, source), head + "\n".join(lines) + "\n")
     return SourceIndex(title=doc.title, summary=summary, facts=built(facts))
 
 
@@ -101,11 +102,11 @@ async def artifacts(ctx: Context, project: str) -> Made:
     spec_lines = [f"- [{s.name}]({s.name}.md): {v.requirements} requirements, from the "
                   f"[{v.view} view](../views/{v.view}.md)" if not isinstance(v, QueryFailed)
                   else f"- {s.name}: not built; run `kbuild` to see why" for s, v in zip(listed.specs, specs)]
-    ctx.write(store.views_index(project), "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its "
+    write_page(ctx, store.views_index(project), "# Views\n\nUp: [artifacts](../index.md)\n\nEach view with its "
               "first statement. `kbuild view add` asks for another.\n\n" + "\n".join(view_lines) + "\n")
-    ctx.write(store.specs_index(project), "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
+    write_page(ctx, store.specs_index(project), "# Specs\n\nUp: [artifacts](../index.md)\n\nEach spec, one line. "
               "`kbuild spec add` asks for another.\n\n" + ("\n".join(spec_lines) or "No specs yet.") + "\n")
-    ctx.write(store.artifacts_index(project), f"# Artifacts of {listed.title or project}\n\nUp: [{project}](../index.md)"
+    write_page(ctx, store.artifacts_index(project), f"# Artifacts of {listed.title or project}\n\nUp: [{project}](../index.md)"
               "\n\nViews and specs written from the facts.\n\n"
               f"- [views/](views/index.md): {built(views)} views\n- [specs/](specs/index.md): {built(specs)} specs\n")
     return Made(views=built(views), specs=built(specs))
@@ -138,7 +139,7 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
     kind = "research project (sources arrive as found; no specs)" if listed.kind == "research" else "project"
     artifacts_line = (f"- [artifacts/](artifacts/index.md): {made.views} views and {made.specs} specs written from the facts\n"
                       if isinstance(made, Made) else "- artifacts/: not built; run `kbuild` to see why\n")
-    ctx.write(store.project_index(project), (
+    write_page(ctx, store.project_index(project), (
         f"# {title}\n\nUp: [all projects](../index.md)\n\n{summary}\n\n_A {kind}. Summaries: {label}._\n\n"
         f"## Sources\n\n" + ("\n".join(source_lines) or "No sources yet: `kbuild add " + project + " PATH`.")
         + "\n\n## Folders\n\n"
@@ -147,7 +148,7 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
         + artifacts_line + "- [sources.yml](sources.yml): the list of sources, written by people\n"))
     ctx.write(store.raw_index(project), f"# Raw sources of {title}\n\nUp: [{project}](../index.md)\n\nEach source exactly "
               "as fetched, never edited, with where it came from.\n\n" + "\n".join(raw_lines) + "\n")
-    ctx.write(store.facts_index(project), f"# Facts of {title}\n\nUp: [{project}](../index.md)\n\nOne folder per source: "
+    write_page(ctx, store.facts_index(project), f"# Facts of {title}\n\nUp: [{project}](../index.md)\n\nOne folder per source: "
               "its text, its facts and their summaries.\n\n" + "\n".join(fact_lines) + "\n")
     return ProjectIndex(title=title, abstract=summary, kind=listed.kind, sources=len(fact_lines))
 
@@ -159,5 +160,5 @@ async def root_index(ctx: Context, *projects: str) -> int:
              if not isinstance(i, QueryFailed) else f"- {p}: not built; run `kbuild` to see why"
              for p, i in zip(projects, indexes)]
     body = "\n".join(lines) if lines else "No projects yet: `kbuild add PROJECT PATH_OR_URL` starts one."
-    ctx.write(ctx.settings.store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
+    write_page(ctx, ctx.settings.store.index(), f"# Knowledge base\n\nOne line per project.\n\n{body}\n")
     return len(projects)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from kbuild.engine import FOLDER, Query, Rule, atomic_write
@@ -15,6 +16,7 @@ from kbuild.localstate import LocalState
 from kbuild.model import Backend
 from kbuild.store.fetch import fetch_urls
 from kbuild.store.layout import Store
+from kbuild.store.sources import SourcesError, parse
 
 from . import facts, indexes, sources, specs, summaries, views
 from .settings import KnowledgeSettings
@@ -37,6 +39,26 @@ class KnowledgeBase:
         self.settings = settings
         self.rules: list[Rule] = [r.configured(settings) for r in pipeline_rules()]
         self._root_index = next(r for r in self.rules if r.name == indexes.root_index.name)
+
+    def unbuilt(self, built: Collection[str]) -> list[tuple[str, str, str]]:
+        """(page, why, what to do) for each problem of a sources.yml and each page it asks for
+        that `built` (the ids of the queries built) has no query for."""
+        found = []
+        for project in self.projects():
+            path = self.store.sources_file(project)
+            try:
+                listed = parse((self.root / path).read_bytes(), path)
+            except (SourcesError, OSError) as exc:
+                found.append((path, str(exc), f"fix {path}"))
+                continue
+            found += [(path, problem, f"fix {path}") for problem in listed.problems]
+            found += [(self.store.source_index(project, s.id), f"not built: source {s.id} is listed in {path}", "kbuild")
+                      for s in listed.sources if indexes.source_index(project, s.id).id not in built]
+            found += [(self.store.view(project, v.name), f"not built: view {v.name} is requested in {path}", "kbuild")
+                      for v in listed.views if views.view_page(project, v.name).id not in built]
+            found += [(self.store.spec(project, s.name), f"not built: spec {s.name} is requested in {path}", "kbuild")
+                      for s in listed.specs if specs.spec_page(project, s.name).id not in built]
+        return found
 
     @property
     def grounded_rules(self) -> list[str]:

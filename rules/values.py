@@ -50,6 +50,7 @@ class Chunks(Value):
 
     title: str
     original: str
+    code: bool  # the source is code: what looks like a link in its quote is code
     pages: int
     figures: list[str]
     chunks: list[Place]

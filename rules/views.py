@@ -21,6 +21,7 @@ from .cutoffs import same_section
 from .facts import VIEW_PURPOSE, chunk, fact, reading
 from .failures import complete
 from .guard import plain_text_failures, unsupported_claims
+from .pages import write_page
 from .settings import model_rule
 from .sources import listing
 from .summaries import fact_groups
@@ -193,7 +194,7 @@ async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
         body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "
                     "Add a source that does, or ask for a view on something the sources cover.\n")
     page = "\n".join(body).rstrip() + "\n"
-    ctx.write(path, page)  # each section was checked before it came here
+    write_page(ctx, path, page)  # each section was checked before it came here
     ctx.note("grounding", {"passed": True, "by": "sections", "page": hash_bytes(page.encode())})
     return ViewPage(path=path, summary=summary or "(a gap: nothing in the sources speaks to this)", gap=not summary,
                     sections=list(sections))

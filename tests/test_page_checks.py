@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kbuild.checks import store as check
-from kbuild.checks.links import broken_links_in
-from kbuild.checks.pages import NOTE, link_targets, links_of, missing_links, note_page, recorded, verdict
+from kbuild.checks.links import broken_links_in, link_targets, missing_links
+from kbuild.checks.pages import NOTE, links_of, note_page, recorded, verdict
 from kbuild.engine import Engine, rule
 from kbuild.engine.files import FileHasher
 

@@ -58,21 +58,30 @@ def broken_links_in(text: str, page_file: Path, store_root: Path, exists: dict[s
     was, and checked on the finished store (a page they lead to may not be written yet). The http(s)
     links of the page's own quote may stand anywhere in it. `code` says the source is code: what looks
     like a link in its quote is code (`handlers[kind](event)`), also where the page repeats it."""
+    return missing_links(link_targets(text, page_file, store_root, code, repeats), exists)
+
+
+def link_targets(text: str, page_file: Path, store_root: Path, code: bool = False,
+                 repeats: Collection[str] = ()) -> list[tuple[str, str | None]]:
+    """What the links of `text` (standing at `page_file`) lead to, a function of the text and of
+    where it stands alone: (target, the absolute path of the file it names, or None when it leads
+    outside the store), in the order written, without the links that need no file. `repeats`
+    and `code` as for broken_links_in. What the page says, apart from whether those files exist
+    (missing_links), so that the first can be recorded with the page's hash (checks/pages.py)."""
     # String paths, normalised rather than resolved: a link is text, and the store holds no
     # symlinks of kbuild's making; resolving every link cost more than the rest of `kbuild check`.
     root = os.path.normpath(os.path.abspath(store_root))
     here = os.path.dirname(os.path.abspath(page_file))
-    known = {} if exists is None else exists
     quote = links_in(quoted_text(text, page_file.name))
     accepted = {*repeats, *(t for t in quote if code or urlparse(t).scheme in WEB)}
-    problems = []
+    found: list[tuple[str, str | None]] = []
     for target in links_in(text):
         if target in accepted:
             continue
         if ":" in target or target.startswith("//"):  # a scheme (or a drive): only then parse it
             parts = urlparse(target)
             if parts.scheme or target.startswith("//"):
-                problems.append(f"links outside the store: {target}")
+                found.append((target, None))
                 continue
             path = parts.path
         else:
@@ -80,7 +89,18 @@ def broken_links_in(text: str, page_file: Path, store_root: Path, exists: dict[s
         if not path:
             continue  # an anchor within the page
         resolved = os.path.normpath(os.path.join(here, unquote(path)))
-        if resolved != root and not resolved.startswith(root + os.sep):
+        inside = resolved == root or resolved.startswith(root + os.sep)
+        found.append((target, resolved if inside else None))
+    return found
+
+
+def missing_links(targets: Collection[tuple[str, str | None]], exists: dict[str, bool] | None = None) -> list[str]:
+    """One line per link of `targets` (as link_targets gives them) that leads outside the store
+    or to no file in it. `exists` remembers which files exist, for a caller checking many pages."""
+    known = {} if exists is None else exists
+    problems = []
+    for target, resolved in targets:
+        if resolved is None:
             problems.append(f"links outside the store: {target}")
             continue
         found = known.get(resolved)

@@ -9,13 +9,11 @@ links lead to exist is not the page's own: that is looked up on every check.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from ..engine.hashing import hash_bytes
-from .links import WEB, links_in, quoted_text
+from .links import link_targets, missing_links
 from .secrets import find_secrets
 
 NOTE = "page_checks"  # the note: {page path: verdict}
@@ -69,55 +67,6 @@ def recorded(notes: dict[str, Any], path: str, page_hash: str) -> dict[str, Any]
                 and (link[1] is None or (isinstance(link[1], str) and _inside(link[1])))):
             return None
     return found
-
-
-def link_targets(text: str, page_file: Path, store_root: Path, code: bool = False) -> list[tuple[str, str | None]]:
-    """What the links of `text` (standing at `page_file`) lead to, a function of the text and of
-    where it stands alone: (target, the absolute path of the file it names, or None when it leads
-    outside the store), in the order written, without the links that need no file.
-
-    kbuild.checks.links.broken_links_in, split in two (what the page says; whether those files
-    exist) and kept here: a rule's fingerprint covers links.py, so changing it would make every
-    store build its pages again. tests/test_page_checks.py holds the two to the same answers."""
-    root = os.path.normpath(os.path.abspath(store_root))
-    here = os.path.dirname(os.path.abspath(page_file))
-    quote = links_in(quoted_text(text, page_file.name))
-    accepted = {t for t in quote if code or urlparse(t).scheme in WEB}
-    found: list[tuple[str, str | None]] = []
-    for target in links_in(text):
-        if target in accepted:
-            continue
-        if ":" in target or target.startswith("//"):  # a scheme (or a drive): only then parse it
-            parts = urlparse(target)
-            if parts.scheme or target.startswith("//"):
-                found.append((target, None))
-                continue
-            path = parts.path
-        else:
-            path = target.split("#", 1)[0].split("?", 1)[0]
-        if not path:
-            continue  # an anchor within the page
-        resolved = os.path.normpath(os.path.join(here, unquote(path)))
-        inside = resolved == root or resolved.startswith(root + os.sep)
-        found.append((target, resolved if inside else None))
-    return found
-
-
-def missing_links(targets: Collection[tuple[str, str | None]], exists: dict[str, bool] | None = None) -> list[str]:
-    """One line per link of `targets` (as link_targets gives them) that leads outside the store
-    or to no file in it, as broken_links_in says it. `exists` remembers which files exist."""
-    known = {} if exists is None else exists
-    problems = []
-    for target, resolved in targets:
-        if resolved is None:
-            problems.append(f"links outside the store: {target}")
-            continue
-        found = known.get(resolved)
-        if found is None:
-            found = known[resolved] = os.path.exists(resolved)
-        if not found:
-            problems.append(f"links to a missing file: {target}")
-    return problems
 
 
 def _inside(relative: str) -> bool:

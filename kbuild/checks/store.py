@@ -16,7 +16,8 @@ from ..engine import Change, Engine
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
 from ..engine.staleness import inspect_engine
-from .pages import links_of, missing_links, recorded
+from .links import missing_links
+from .pages import links_of, recorded
 from .pages import verdict as page_verdict
 
 
@@ -97,7 +98,7 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
                 findings.append(Finding(path, "no passing grounding verdict for its current content", "kbuild"))
 
     if kb is not None:
-        findings += _not_built(kb, memos)
+        findings += [Finding(*missing) for missing in kb.unbuilt(memos.keys())]
         findings += _orphans(root, kb.store.root, set(outputs))
     return _unique(findings)
 
@@ -157,35 +158,6 @@ def _quoting_code(kb: Any) -> set[str]:
             if text_kind(extension(original.name)) == "code":
                 folders.add(kb.store.facts_dir(project, original.parent.name))
     return folders
-
-
-def _not_built(kb: Any, memos: dict[str, Any]) -> list[Finding]:
-    from ..engine.rule import query_id
-    from ..store.sources import SourcesError, parse
-
-    findings = []
-    for project in kb.projects():
-        path = kb.store.sources_file(project)
-        try:
-            listing = parse((kb.root / path).read_bytes(), path)
-        except (SourcesError, OSError) as exc:
-            findings.append(Finding(path, str(exc), f"fix {path}"))
-            continue
-        for problem in listing.problems:
-            findings.append(Finding(path, problem, f"fix {path}"))
-        for source in listing.sources:
-            if query_id("source_index", (project, source.id)) not in memos:
-                findings.append(Finding(kb.store.source_index(project, source.id),
-                                        f"not built: source {source.id} is listed in {path}", "kbuild"))
-        for view in listing.views:
-            if query_id("view_page", (project, view.name)) not in memos:
-                findings.append(Finding(f"{kb.store.project(project)}/artifacts/views/{view.name}.md",
-                                        f"not built: view {view.name} is requested in {path}", "kbuild"))
-        for spec in listing.specs:
-            if query_id("spec_page", (project, spec.name)) not in memos:
-                findings.append(Finding(f"{kb.store.project(project)}/artifacts/specs/{spec.name}.md",
-                                        f"not built: spec {spec.name} is requested in {path}", "kbuild"))
-    return findings
 
 
 def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
