@@ -31,7 +31,7 @@ class Buildfile:
     namespace: dict[str, Any]
     output_folder: str | None = None  # relative to the root: where every output lies (None: anywhere inside it)
     application: Application | None = None  # the knowledge base it defines (kb = knowledge_base(...)), if any
-    harness_file: str | None = None  # AGENTS.md or the like, relative to the root: gets the root index (kbuild.harness)
+    harness_files: tuple[str, ...] = ()  # AGENTS.md, CLAUDE.md..., relative to the root: get the root index (kbuild.harness)
 
     @property
     def root(self) -> Path:
@@ -108,11 +108,13 @@ def load(path: Path) -> Buildfile:
         output_folder = application.store.root
     if output_folder is not None and (not isinstance(output_folder, str) or not _inside(output_folder)):
         raise BuildfileError(f"{path}: output_folder must be a folder inside the project, like \"out\"")
-    harness_file = namespace.get("harness_file")
-    if harness_file is not None and not isinstance(harness_file, str):
-        raise BuildfileError(f"{path}: harness_file must be a file name, like \"AGENTS.md\"")
+    harness_file = namespace.get("harness_file", ())
+    harness_files = (harness_file,) if isinstance(harness_file, str) else harness_file
+    if not isinstance(harness_files, (list, tuple)) or not all(isinstance(f, str) and _inside(f) for f in harness_files):
+        raise BuildfileError(f"{path}: harness_file must be a file name inside the project, like \"AGENTS.md\", "
+                             "or a list of them")
     return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder, application,
-                     harness_file)
+                     tuple(harness_files))
 
 
 def _inside(folder: str) -> bool:

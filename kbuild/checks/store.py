@@ -177,6 +177,20 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
     return findings
 
 
+def harness_findings(spec: Any) -> list[Finding]:
+    """A harness file (AGENTS.md...) whose kbuild block is not what the build writes."""
+    from ..harness import harness_problem
+
+    if spec.application is None:
+        return []
+    found = []
+    for harness in spec.harness_files:
+        why = harness_problem(spec.root / harness, spec.root, spec.application.store.index())
+        if why is not None:
+            found.append(Finding(harness, why, "kbuild (it writes the block again; write your own words outside it)"))
+    return found
+
+
 def _unique(findings: list[Finding]) -> list[Finding]:
     return list(dict.fromkeys(findings))
 

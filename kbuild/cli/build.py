@@ -73,8 +73,9 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         save_report(LocalState(engine.state_dir), report)
     except OSError as exc:  # the build is done; only `explain` loses its history
         click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
-    if spec.harness_file and report.ok and spec.application is not None:
-        update_harness(spec.root / spec.harness_file, spec.root, spec.application.store.index())
+    if report.ok and spec.application is not None:
+        for harness in spec.harness_files:
+            update_harness(spec.root / harness, spec.root, spec.application.store.index())
     if report.ok and not fetch_problems and not refresh and cutoff == "meaning" and app is not None and code is not None \
             and not app.fetches():
         remember_settled(engine, spec.root, code, listings, report)

@@ -20,11 +20,12 @@ def check(session: Session, fmt: str) -> None:
 
     Example: kbuild check --format github
     """
-    from ..checks.store import as_dicts, check_store
+    from ..checks.store import as_dicts, check_store, harness_findings
 
     try:
         spec, engine = session.load()
         findings = check_store(engine, spec.application)
+        findings += harness_findings(spec)
     except KbuildError:
         raise
     except LockError as exc:
