@@ -217,3 +217,18 @@ def test_help_and_version_answer_without_the_engine():
                 "print('asyncio' in sys.modules, 'kbuild.rules' in sys.modules)")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip().endswith("False False"), (args, out)
+
+
+def test_no_color_and_force_color_are_honoured(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = CliRunner().invoke(main, ["-C", str(tmp_path), "doctor"], color=True)  # as on a terminal
+    assert "PASS" in plain.output and "\x1b[" not in plain.output
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    coloured = CliRunner().invoke(main, ["-C", str(tmp_path), "doctor"], color=False)  # as into a pipe
+    assert "\x1b[" in coloured.output

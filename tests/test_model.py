@@ -245,16 +245,19 @@ def test_yes_probability_from_logprobs_and_without(tmp_path):
         assert asyncio.run(backend.yes_probability(Ctx(), "same", "Same meaning?", "a\nb")) == (0.0, False)
 
 
-def test_no_key_and_no_base_url_means_the_offline_backend_said_once(tmp_path, monkeypatch):
-    import kbuild.model.settings as settings
-
+def test_no_key_and_no_base_url_means_the_offline_backend_said_by_a_build_only(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setattr(settings, "_said_offline", False)
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 3 tries.\n")
+    add = kbuild(tmp_path, "add", "p", "a.md")
+    assert add.exit_code == 0 and "offline backend" not in add.output
     first = kbuild(tmp_path)
-    assert "using the offline backend" in first.output
-    assert "using the offline backend" not in kbuild(tmp_path).output  # once per process
+    assert first.output.count("using the offline backend") == 1
+    for command in (["check"], ["search", "limit"], ["status"], ["-q"]):
+        assert "offline backend" not in kbuild(tmp_path, *command).output, command
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 4 tries.\n")
+    assert "offline backend" not in kbuild(tmp_path, "-q").output  # quiet is quiet
 
 
 def test_a_vision_model_puts_each_table_and_figure_into_words_once(tmp_path):

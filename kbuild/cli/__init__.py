@@ -7,6 +7,7 @@ that does the work and print; a failure is a `KbuildError` carrying its exit cod
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import click
@@ -82,6 +83,10 @@ def main(ctx: click.Context, directory: Path, file: Path | None, debug: bool, qu
     Example: kbuild -C myproject   (then: kbuild check, kbuild watch, kbuild search "...")
     """
     ctx.obj = Session(directory, file, debug, quiet, verbose)
+    if os.environ.get("NO_COLOR"):  # https://no-color.org: set and not empty
+        ctx.color = False
+    elif os.environ.get("FORCE_COLOR"):
+        ctx.color = True
     if ctx.invoked_subcommand is None:
         from .build import build
 

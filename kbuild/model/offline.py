@@ -316,6 +316,7 @@ class OfflineBackend:
 
     name = NAME
     label = LABEL
+    notice: str | None = None  # why this backend answers, when nobody chose it: a build says so once
 
     def params(self, task: str) -> dict[str, object]:
         return {"backend": NAME, "task": task}

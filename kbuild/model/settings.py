@@ -55,15 +55,13 @@ class ModelSettings(BaseModel):
         return bool(self.api_key or self.base_url)
 
 
-_said_offline = False
 
 
 def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
-    """The OpenAI-compatible backend when a key or a base URL is configured, else the offline one
-    (and say so once)."""
+    """The OpenAI-compatible backend when a key or a base URL is configured, else the offline one,
+    with a notice that a build prints (not every command that reads the Kbuildfile)."""
     from .offline import OfflineBackend
 
-    global _said_offline
     try:
         given = settings if isinstance(settings, ModelSettings) else ModelSettings(**(settings or {}))
     except ValidationError as exc:
@@ -74,8 +72,7 @@ def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
         from .openai_backend import OpenAIBackend  # the openai package takes 0.8 s to import
 
         return OpenAIBackend(resolved)
-    if not _said_offline:
-        _said_offline = True
-        print("kbuild: no model configured (OPENAI_API_KEY or OPENAI_BASE_URL): using the offline backend, "
-              "which writes extractive pages", file=sys.stderr)
-    return OfflineBackend()
+    backend = OfflineBackend()
+    backend.notice = ("no model configured (OPENAI_API_KEY or OPENAI_BASE_URL): using the offline backend, "
+                      "which writes extractive pages")
+    return backend
