@@ -232,3 +232,13 @@ def test_no_color_and_force_color_are_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")
     coloured = CliRunner().invoke(main, ["-C", str(tmp_path), "doctor"], color=False)  # as into a pipe
     assert "\x1b[" in coloured.output
+
+
+def test_global_flags_are_taken_after_the_command_too(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 3 tries.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    quiet = kbuild(tmp_path, "build", "-q")
+    assert quiet.exit_code == 0 and "ran," not in quiet.output  # as `kbuild -q build`
+    assert kbuild(tmp_path, "search", "limit", "--debug").exit_code == 0
+    assert kbuild(tmp_path, "show", "--", "-q").exit_code != 0  # after --, a word is the command's

@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+GLOBAL_FLAGS = {"-q", "--quiet", "-v", "--verbose", "--debug"}
+GLOBAL_WITH_VALUE = {"-C", "--directory", "-f", "--file"}
+
+
 class Commands(click.Group):
     """The commands of COMMANDS, each imported when it is asked for."""
 
@@ -59,6 +63,19 @@ class Commands(click.Group):
         module, attr, _ = COMMANDS[name]
         command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
         return command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Global flags are taken after the command too (`kbuild build -q`), as git takes them;
+        none of the commands has an option of those names. Not after `--`."""
+        at = 0
+        while at < len(args) and args[at] not in COMMANDS:  # past the global options and their values
+            at += 2 if args[at] in GLOBAL_WITH_VALUE else 1
+        if at < len(args):
+            end = args.index("--", at) if "--" in args[at:] else len(args)
+            after = args[at + 1:end]
+            args = [*args[:at], *(a for a in after if a in GLOBAL_FLAGS), args[at],
+                    *(a for a in after if a not in GLOBAL_FLAGS), *args[end:]]
+        return super().parse_args(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
