@@ -29,6 +29,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "secret": ("Secret in a page", 3, "critical"),
     "missing-page": ("Built page missing", 4, "major"),
     "dangling-link": ("Dangling link", 5, "major"),
+    "outside-link": ("Link outside the store", 5, "major"),
     "changed-input": ("Input changed, store not rebuilt", 6, "major"),
     "changed-rule": ("Rule changed, store not rebuilt", 7, "major"),
     "sources-file": ("Problem in sources.yml", 8, "major"),
@@ -42,7 +43,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
 }
 _UNKNOWN = ("kbuild check", 99, "major")
 # What a root cause takes in: the findings that are its consequence, not problems of their own.
-_FOLLOWS = {"stale", "ungrounded"}
+_FOLLOWS = {"stale", "ungrounded", "dangling-link"}
 _ROOTS = {"hand-edited", "missing-page", "changed-input", "changed-rule"}
 
 
@@ -63,14 +64,15 @@ class Problem:
     def title(self) -> str:
         return KINDS.get(self.kind, _UNKNOWN)[0]
 
-    @property
-    def message(self) -> str:
-        """What a reviewer reads: the reason, the pages it makes stale, the fix."""
-        lines = [f"{self.page}: {self.reason}" if self.page and self.kind != "stale" else self.reason]
+    def message(self, prefix: str = "") -> str:
+        """What a reviewer reads: the reason, the pages it makes stale, the fix; the paths from
+        the repository's top (`prefix`, the Kbuildfile's folder from there)."""
+        top = from_top(prefix, self.page)
+        lines = [f"{top}: {self.reason}" if self.page and self.kind != "stale" else self.reason]
         if self.stale:
-            lines.append(f"It makes {_count(len(self.stale), 'page')} stale: {', '.join(self.stale)}")
-        lines += [f"{f.page}: {f.reason}" for f in self.also if f.kind != "stale"]
-        lines.append(f"Fix: {self.fix}")
+            lines.append(f"It makes {_count(len(self.stale), 'page')} stale: {', '.join(from_all(prefix, self.stale))}")
+        lines += [f"{_at(from_top(prefix, f.page), f.line)}: {f.reason}" for f in self.also]
+        lines.append(f"Fix: {self.fix}" if not prefix else f"Fix (in {prefix}/): {self.fix}")
         return "\n".join(lines)
 
 
@@ -151,7 +153,7 @@ def as_json(findings: list[Finding], found: list[Problem], prefix: str, ran: boo
         "ran": ran,
         "root": prefix,
         "problems": [{"kind": p.kind, "title": p.title, "cause": p.cause, "page": p.page, "line": p.line,
-                      "reason": p.reason, "fix": p.fix, "stale": p.stale, "message": p.message} for p in found],
+                      "reason": p.reason, "fix": p.fix, "stale": p.stale, "message": p.message()} for p in found],
         "findings": [{"kind": f.kind, "cause": f.cause, "page": f.page, "line": f.line, "reason": f.reason,
                       "fix": f.fix} for f in findings],
     }
@@ -178,7 +180,7 @@ def github(found: list[Problem], prefix: str) -> str:
             if p.line is not None:
                 props.append(f"line={p.line}")
         props.append(f"title={escape_property(p.title)}")
-        lines.append(f"::error {','.join(props)}::{escape_data(p.message)}")
+        lines.append(f"::error {','.join(props)}::{escape_data(p.message(prefix))}")
     return "\n".join(lines)
 
 
@@ -229,7 +231,7 @@ def sarif(found: list[Problem], prefix: str, version: str) -> dict[str, Any]:
     for p in found:
         result: dict[str, Any] = {
             "ruleId": p.kind, "ruleIndex": index[p.kind], "level": "error",
-            "message": {"text": p.message},
+            "message": {"text": p.message(prefix)},
             "partialFingerprints": {"kbuildCause/v1": _fingerprint(p, prefix)},
         }
         if p.page:
@@ -249,7 +251,7 @@ def sarif(found: list[Problem], prefix: str, version: str) -> dict[str, Any]:
 # --- GitLab Code Quality ----------------------------------------------------------------------
 
 def gitlab(found: list[Problem], prefix: str) -> list[dict[str, Any]]:
-    return [{"description": p.message, "check_name": p.kind, "fingerprint": _fingerprint(p, prefix),
+    return [{"description": p.message(prefix), "check_name": p.kind, "fingerprint": _fingerprint(p, prefix),
              "severity": KINDS.get(p.kind, _UNKNOWN)[2],
              "location": {"path": from_top(prefix, p.page or "Kbuildfile.py"), "lines": {"begin": p.line or 1}}}
             for p in found]
@@ -258,6 +260,10 @@ def gitlab(found: list[Problem], prefix: str) -> list[dict[str, Any]]:
 def _fingerprint(p: Problem, prefix: str) -> str:
     """Stable across runs for the same root cause: not the message, which lists the stale pages."""
     return hashlib.sha256(json.dumps([p.kind, from_top(prefix, p.page), p.cause]).encode()).hexdigest()
+
+
+def _at(page: str, line: int | None) -> str:
+    return page if line is None else f"{page}:{line}"
 
 
 def _count(n: int, what: str) -> str:

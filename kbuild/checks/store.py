@@ -94,11 +94,15 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     verdicts.update(scan(unscanned, pages, root, store_root))
     for path in sorted(verdicts):
         found = verdicts[path]
-        links = links_of(found, root, store_root)
-        for problem in missing_links(links, exists):
-            target = problem.rsplit(": ", 1)[-1]
-            findings.append(Finding(path, problem, "kbuild (or fix the page's source)", "dangling-link",
-                                    f"{path} -> {target}", _line_of(pages.get(path), target)))
+        for target, resolved in links_of(found, root, store_root):
+            for problem in missing_links([(target, resolved)], exists):
+                # A link to a page the lock says was built, now missing, follows from that page's
+                # loss: its cause is that page, shown once with every link to it.
+                built = None if resolved is None else os.path.relpath(resolved, root).replace(os.sep, "/")
+                cause = built if built in outputs else f"{path} -> {target}"
+                findings.append(Finding(path, problem, "kbuild (or fix the page's source)",
+                                        "dangling-link" if resolved is not None else "outside-link",
+                                        cause, _line_of(pages.get(path), target)))
         for kind in found["secrets"]:
             findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret",
                                     "secret", path))
