@@ -263,3 +263,36 @@ def test_a_broken_kbuildfile_is_annotated_on_its_line(repo):
     assert "SyntaxError" in message
     answer = json.loads(check(store, "json").stdout)
     assert answer["ran"] is False and answer["problems"][0]["page"] == "Kbuildfile.py"
+
+
+TOP = Path(__file__).parent.parent
+
+
+def test_the_schema_and_every_kind_are_documented():
+    from kbuild.checks.formats import KINDS, SCHEMA
+
+    for doc in ("docs/json.md", "docs/ci.md"):
+        text = (TOP / doc).read_text()
+        assert all(f"`{kind}`" in text for kind in KINDS), doc
+    assert f"## {SCHEMA}" in (TOP / "docs/json.md").read_text()
+
+
+def test_the_integrations_that_ship_install_kbuild_from_its_repository():
+    import yaml
+
+    ci = (TOP / "docs/ci.md").read_text()
+    commands = "\n".join(re.findall(r"```(?:yaml|sh)\n(.*?)```", ci, re.S))
+    assert "pip install" in commands and not re.search(r"pip install kbuild\b", commands)  # not on PyPI
+    assert 'pip install "git+https://github.com/OWNER/kbuild@REF"' in ci and "kbuild-check" in ci
+    action = yaml.safe_load((TOP / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    assert any(s.get("uses", "").startswith("actions/cache@") for s in steps)
+    assert any("pip install" in s.get("run", "") and "KBUILD_ACTION_PATH" in s["run"] for s in steps)
+    assert steps[-1]["run"].startswith("kbuild check --format") and action["inputs"]["format"]["default"] == "github"
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"]["path"] == "${{ inputs.cache-dir }}"
+    assert any("KBUILD_CACHE_DIR" in s.get("run", "") for s in steps)
+    (hook,) = yaml.safe_load((TOP / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "kbuild-check" and hook["entry"] == "kbuild check" and hook["pass_filenames"] is False
+    assert hook["language"] == "python"
