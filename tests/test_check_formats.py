@@ -296,3 +296,18 @@ def test_the_integrations_that_ship_install_kbuild_from_its_repository():
     (hook,) = yaml.safe_load((TOP / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "kbuild-check" and hook["entry"] == "kbuild check" and hook["pass_filenames"] is False
     assert hook["language"] == "python"
+
+
+def test_a_refused_lock_entry_is_shown_on_its_line_in_the_lock(repo):
+    store = repo / "sub"
+    lock = store / "kbuild.lock"
+    data = json.loads(lock.read_text())
+    qid = sorted(data["queries"])[0]
+    data["queries"][qid]["outputs"][".git/HEAD"] = "0" * 32  # a pull request's lock naming a file outside kb/
+    lock.write_text(json.dumps(data, indent=1))
+    answer = json.loads(check(store, "json").stdout)
+    refused = answer["problems"][0]
+    assert refused["kind"] == "lock-refused" and refused["page"] == "kbuild.lock"
+    assert lock.read_text().splitlines()[refused["line"] - 1].lstrip().startswith(json.dumps(qid))
+    (props, _), *_ = annotations(check(store, "github").stdout)
+    assert props["file"] == "sub/kbuild.lock" and props["title"] == "Lock entry refused"

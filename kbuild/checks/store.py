@@ -49,9 +49,9 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     findings: list[Finding] = []
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
 
-    for why in inspection.refused.values():
+    for qid, why in inspection.refused.items():
         findings.append(Finding(engine.lock_path.name, why, "take kbuild.lock from a commit you trust, then run `kbuild`",
-                                "lock-refused", engine.lock_path.name))
+                                "lock-refused", f"{engine.lock_path.name} {qid}", _lock_line(engine.lock_path, qid)))
 
     for qid, (reason, cause_qid) in sorted(stale.items()):
         memo = memos.get(qid)
@@ -245,12 +245,25 @@ def _root(reason: Reason, memo: Memo | None, root: Path) -> tuple[str, str, str,
     return "stale", named, f"it is built on {named}, which the lock records as older than what it read", None
 
 
-def _line_of(data: bytes | None, target: str) -> int | None:
-    """The line of the first link to `target` in a page, 1-based; None when it is not found."""
+def _lock_line(lock: Path, qid: str) -> int | None:
+    """The line of the lock where the entry of `qid` starts (the lock is JSON, an entry a key)."""
+    import json
+
+    try:
+        data = lock.read_bytes()
+    except OSError:
+        return None
+    return _line_of(data, json.dumps(qid) + ":", plain=True)
+
+
+def _line_of(data: bytes | None, target: str, plain: bool = False) -> int | None:
+    """The line of the first link to `target` in a page (`plain`: of the text `target`), 1-based;
+    None when it is not found."""
     if data is None:
         return None
     text = data.decode("utf-8", errors="replace")
-    for needle in (f"]({target})", f"]({target} ", f"](<{target}>)", f"]({target}#", target):
+    needles = (target,) if plain else (f"]({target})", f"]({target} ", f"](<{target}>)", f"]({target}#", target)
+    for needle in needles:
         at = text.find(needle)
         if at >= 0:
             return text.count("\n", 0, at) + 1
