@@ -72,7 +72,9 @@ def clone(tmp_path: Path) -> Path:
 
 def findings(root: Path) -> tuple[int, list[dict[str, str]]]:
     result = kbuild(root, "check", "--format", "json")
-    return result.exit_code, json.loads(result.output[result.output.index("["):])
+    answer = json.loads(result.stdout)
+    assert answer["schema"] == "kbuild.check/1"
+    return result.exit_code, answer["findings"]
 
 
 def test_a_fresh_clone_passes_and_the_check_writes_nothing(clone):
@@ -129,16 +131,17 @@ def test_a_changed_prompt_names_exactly_that_rules_pages(clone):
     (clone / "glossary-prompt.md").write_text("# Glossary of terms")
     code, found = findings(clone)
     assert code == 1
-    assert [(f["page"], f["reason"]) for f in found] == [
+    assert [(f["page"], f["reason"]) for f in found if f["kind"] == "stale"] == [
         ("kb/shop/artifacts/glossary.md", "stale: rule glossary changed")]
+    assert [(f["kind"], f["cause"]) for f in found if f["kind"] != "stale"] == [("changed-rule", "rule glossary")]
 
 
 def test_an_orphan_and_the_github_format(clone):
     (clone / "kb/shop/facts/payments/old-page.md").write_text("a page no rule writes")
     result = kbuild(clone, "check", "--format", "github")
     assert result.exit_code == 1
-    assert ("::error file=kb/shop/facts/payments/old-page.md,title=kbuild check::orphan: no rule produces "
-            "this page. Fix: rm kb/shop/facts/payments/old-page.md") in result.output
+    assert ("::error file=kb/shop/facts/payments/old-page.md,title=Orphan page::kb/shop/facts/payments/old-page.md: "
+            "orphan: no rule produces this page%0AFix: rm kb/shop/facts/payments/old-page.md") in result.output
 
 
 def test_a_broken_lock_means_the_check_could_not_run(clone):

@@ -100,11 +100,13 @@ def test_no_kbuildfile_is_a_json_error(tmp_path):
     assert failed["schema"] == "kbuild.error/1" and "kbuild init" in failed["error"]
 
 
-def test_text_output_and_check_format_json_are_unchanged(store):
+def test_text_output_is_unchanged_and_check_format_json_is_versioned(store):
     plain = kbuild(store, "show", "kb/nowhere.md")
     assert plain.exit_code == 2 and not plain.stdout and "kbuild: " in plain.output  # the red line, no JSON
     check = kbuild(store, "check", "--format", "json")
-    assert check.exit_code == 0 and json.loads(check.stdout) == []
+    assert check.exit_code == 0
+    assert json.loads(check.stdout) == {"schema": "kbuild.check/1", "ok": True, "ran": True, "root": "",
+                                        "problems": [], "findings": []}
 
 
 def test_every_schema_is_documented():

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import Change, Engine
+from ..engine.state import Memo
+from ..engine.verify import Reason
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
 from ..engine.staleness import inspect_engine
@@ -23,9 +25,18 @@ from .pages import verdict as page_verdict
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem of one page (or file). `kind` names the problem (docs/ci.md lists them);
+    `cause` is what it comes from, as a person names it (a changed input's path, a hand-edited
+    page, "rule glossary"): a stale page has the cause of the change it is built on, so that
+    the output formats can show each root cause once with the pages it makes stale; `line` is
+    the line of `page` the problem is on, where known (1-based)."""
+
     page: str
     reason: str
     fix: str
+    kind: str = ""
+    cause: str = ""
+    line: int | None = None
 
 
 def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
@@ -38,24 +49,29 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     findings: list[Finding] = []
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
 
-    for why in inspection.refused.values():
-        findings.append(Finding(engine.lock_path.name, why, "take kbuild.lock from a commit you trust, then run `kbuild`"))
+    for qid, why in inspection.refused.items():
+        findings.append(Finding(engine.lock_path.name, why, "take kbuild.lock from a commit you trust, then run `kbuild`",
+                                "lock-refused", f"{engine.lock_path.name} {qid}", _lock_line(engine.lock_path, qid)))
 
-    for qid, (reason, _) in sorted(stale.items()):
+    for qid, (reason, cause_qid) in sorted(stale.items()):
         memo = memos.get(qid)
         if memo is None:
             continue  # a query nobody has built: reported below as what it is (a source, a view)
+        kind, cause, why, first = _root(stale[cause_qid][0], memos.get(cause_qid), root)
+        if first is not None:  # the change itself: the input, the rule
+            findings.append(first)
         for path in sorted(memo.outputs):
             if not path.endswith(".md"):
                 continue
             if reason.kind is Change.OUTPUT_EDITED and reason.subject == path:
                 if (root / path).exists():
                     findings.append(Finding(path, "edited by hand: its content differs from the lock",
-                                            f"git checkout -- {path}  (or `kbuild` to write it again)"))
+                                            f"git checkout -- {path}  (or `kbuild` to write it again)",
+                                            "hand-edited", path))
                 else:
-                    findings.append(Finding(path, "missing: the lock says it was built", "kbuild"))
+                    findings.append(Finding(path, "missing: the lock says it was built", "kbuild", "missing-page", path))
             else:
-                findings.append(Finding(path, f"stale: {reason.sentence}", "kbuild"))
+                findings.append(Finding(path, f"stale: {why}", "kbuild", "stale", cause))
 
     # Each page is read once, for its hash, its links, its secrets and its grounding verdict (the
     # inspection read it); a page whose rule recorded the verdict of its links and secrets with
@@ -78,10 +94,18 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
     verdicts.update(scan(unscanned, pages, root, store_root))
     for path in sorted(verdicts):
         found = verdicts[path]
-        for problem in missing_links(links_of(found, root, store_root), exists):
-            findings.append(Finding(path, problem, "kbuild (or fix the page's source)"))
+        for target, resolved in links_of(found, root, store_root):
+            for problem in missing_links([(target, resolved)], exists):
+                # A link to a page the lock says was built, now missing, follows from that page's
+                # loss: its cause is that page, shown once with every link to it.
+                built = None if resolved is None else os.path.relpath(resolved, root).replace(os.sep, "/")
+                cause = built if built in outputs else f"{path} -> {target}"
+                findings.append(Finding(path, problem, "kbuild (or fix the page's source)",
+                                        "dangling-link" if resolved is not None else "outside-link",
+                                        cause, _line_of(pages.get(path), target)))
         for kind in found["secrets"]:
-            findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret"))
+            findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret",
+                                    "secret", path))
 
     for qid, memo in sorted(memos.items()):
         if memo.rule not in grounded:  # the application's pages whose statements must be grounded in their sources
@@ -95,10 +119,12 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
                     continue
                 current = hash_bytes(file.read_bytes())
             if not isinstance(verdict, dict) or not verdict.get("passed") or verdict.get("page") != current:
-                findings.append(Finding(path, "no passing grounding verdict for its current content", "kbuild"))
+                findings.append(Finding(path, "no passing grounding verdict for its current content", "kbuild",
+                                        "ungrounded", path))
 
     if kb is not None:
-        findings += [Finding(*missing) for missing in kb.unbuilt(memos.keys())]
+        findings += [Finding(page, why, fix, "not-built" if why.startswith("not built") else "sources-file", page)
+                     for page, why, fix in kb.unbuilt(memos.keys())]
         findings += _orphans(root, kb.store.root, set(outputs))
     return _unique(findings)
 
@@ -166,14 +192,14 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
         rel = file.relative_to(root).as_posix()
         if file.is_symlink():  # kbuild writes only regular files: a link here is someone else's
             findings.append(Finding(rel, "a symlink: a build must never write through it to where it points",
-                                    f"rm {rel}  (then `kbuild` writes the page again)"))
+                                    f"rm {rel}  (then `kbuild` writes the page again)", "symlink", rel))
             continue
         if not file.is_file() or "/raw/" in f"/{rel}" or file.name == "sources.yml" or rel in produced:
             continue
         if file.name.endswith(TEMP_SUFFIX):
-            findings.append(Finding(rel, "a temporary file left by an interrupted build", f"rm {rel}"))
+            findings.append(Finding(rel, "a temporary file left by an interrupted build", f"rm {rel}", "temporary-file", rel))
         else:
-            findings.append(Finding(rel, "orphan: no rule produces this page", f"rm {rel}"))
+            findings.append(Finding(rel, "orphan: no rule produces this page", f"rm {rel}", "orphan", rel))
     return findings
 
 
@@ -187,13 +213,66 @@ def harness_findings(spec: Any) -> list[Finding]:
     for harness in spec.harness_files:
         why = harness_problem(spec.root / harness, spec.root, spec.application.store.index())
         if why is not None:
-            found.append(Finding(harness, why, "kbuild (it writes the block again; write your own words outside it)"))
+            found.append(Finding(harness, why, "kbuild (it writes the block again; write your own words outside it)",
+                                 "harness", harness))
     return found
+
+
+def _root(reason: Reason, memo: Memo | None, root: Path) -> tuple[str, str, str, Finding | None]:
+    """What a stale page is built on, as a person names it: (kind, cause, the sentence said of
+    each page it makes stale, the finding of the change itself when it is not a page of the
+    store's own). No query ids: a reader of a pull request knows files and rules."""
+    if reason.kind is Change.INPUT_CHANGED:
+        path = reason.subject
+        gone = not (root / path).exists()
+        return "changed-input", path, f"its input {path} {'is gone' if gone else 'changed'}", Finding(
+            path, "deleted since the last build" if gone else "changed since the last build",
+            "kbuild, then commit kb/ and kbuild.lock", "changed-input", path)
+    if reason.kind in (Change.RULE_CHANGED, Change.RULE_GONE):
+        cause = f"rule {reason.subject}"
+        what = "is not defined any more" if reason.kind is Change.RULE_GONE else "changed"
+        kbuildfile = "Kbuildfile.py" if (root / "Kbuildfile.py").exists() else ""
+        return "changed-rule", cause, f"{cause} {what}", Finding(
+            kbuildfile, f"{cause} {what} (its code, a prompt or a file it names, or kbuild's version)",
+            "kbuild, then commit kb/ and kbuild.lock", "changed-rule", cause)
+    if reason.kind is Change.OUTPUT_EDITED:
+        path = reason.subject
+        edited = (root / path).exists()
+        return "hand-edited" if edited else "missing-page", path, \
+            f"it is built on {path}, which {'was edited by hand' if edited else 'is missing'}", None
+    pages = sorted(p for p in (memo.outputs if memo else ()) if p.endswith(".md"))
+    named = pages[0] if pages else f"a step of rule {memo.rule}" if memo else "an earlier step"
+    return "stale", named, f"it is built on {named}, which the lock records as older than what it read", None
+
+
+def _lock_line(lock: Path, qid: str) -> int | None:
+    """The line of the lock where the entry of `qid` starts (the lock is JSON, an entry a key)."""
+    import json
+
+    try:
+        data = lock.read_bytes()
+    except OSError:
+        return None
+    return _line_of(data, json.dumps(qid) + ":", plain=True)
+
+
+def _line_of(data: bytes | None, target: str, plain: bool = False) -> int | None:
+    """The line of the first link to `target` in a page (`plain`: of the text `target`), 1-based;
+    None when it is not found."""
+    if data is None:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    needles = (target,) if plain else (f"]({target})", f"]({target} ", f"](<{target}>)", f"]({target}#", target)
+    for needle in needles:
+        at = text.find(needle)
+        if at >= 0:
+            return text.count("\n", 0, at) + 1
+    return None
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
     return list(dict.fromkeys(findings))
 
 
-def as_dicts(findings: list[Finding]) -> list[dict[str, str]]:
+def as_dicts(findings: list[Finding]) -> list[dict[str, Any]]:
     return [asdict(f) for f in findings]
