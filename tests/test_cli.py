@@ -242,3 +242,21 @@ def test_global_flags_are_taken_after_the_command_too(tmp_path):
     assert quiet.exit_code == 0 and "ran," not in quiet.output  # as `kbuild -q build`
     assert kbuild(tmp_path, "search", "limit", "--debug").exit_code == 0
     assert kbuild(tmp_path, "show", "--", "-q").exit_code != 0  # after --, a word is the command's
+
+
+def test_explain_and_graph_take_page_paths_from_where_they_run(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 3 tries.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    assert kbuild(tmp_path, "explain", "./kb/p/facts/a/index.md").exit_code == 0
+    monkeypatch.chdir(tmp_path / "kb/p")
+    inside = CliRunner().invoke(main, ["explain", "facts/a/index.md"])
+    assert inside.exit_code == 0 and "source_index" in inside.output, inside.output
+    assert CliRunner().invoke(main, ["graph", "--no-files", "./facts/a/index.md"]).exit_code == 0
+    missing = CliRunner().invoke(main, ["explain", "facts/a/nothing.md"])
+    assert missing.exit_code == 2 and "facts/a/nothing.md is neither" in missing.output

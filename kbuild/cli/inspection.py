@@ -59,7 +59,7 @@ def explain(session: Session, what: str, as_json: bool) -> None:
     from ..status import explain as explain_query
 
     spec, engine = session.load()
-    found = explain_query(engine, session.targets(spec), what)
+    found = explain_query(engine, session.targets(spec), session.page(spec, what))
     if found is None:
         raise KbuildError(f"{what} is neither a recorded query nor a file one wrote; `kbuild graph` lists them", WRONG)
     if as_json:
@@ -100,11 +100,11 @@ def graph(session: Session, fmt: Format, no_files: bool, page: str | None) -> No
     from ..graphtext import around, render
     from ..status import find_query
 
-    _, engine = session.load()
+    spec, engine = session.load()
     memos = engine.memos()
     g = to_graph(memos, files=not no_files)
     if page is not None:
-        qid = find_query(memos, page)
+        qid = find_query(memos, session.page(spec, page))
         if qid is None:
             raise KbuildError(f"{page} is neither a recorded query nor a file one wrote", WRONG)
         g = around(g, qid)

@@ -1,6 +1,8 @@
 """What every command shares: the options of `kbuild` itself, loading the Kbuildfile, failing."""
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -79,6 +81,18 @@ class Session:
         if bad:
             raise KbuildError(f"targets() in {spec.path} must return queries (rule(key)), got {bad[0]!r}", WRONG)
         return targets
+
+    def page(self, spec: Buildfile, what: str) -> str:
+        """A page the user named, as the graph names it: relative to the Kbuildfile's folder.
+        A path is taken from where the command runs (-C), as git takes it (`./kb/...`, or
+        `facts/a/b.md` from inside kb/p/); a query id (`fact("p","a","b")`) is left as it is."""
+        if "(" in what or what.endswith(")"):
+            return what
+        full = Path(os.path.abspath(self.directory / what))
+        try:
+            return full.relative_to(spec.root).as_posix()
+        except ValueError:
+            return what  # outside the project: said so by the caller, in the user's words
 
     @staticmethod
     def application(spec: Buildfile) -> Application:
