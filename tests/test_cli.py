@@ -260,3 +260,23 @@ def test_explain_and_graph_take_page_paths_from_where_they_run(tmp_path, monkeyp
     assert CliRunner().invoke(main, ["graph", "--no-files", "./facts/a/index.md"]).exit_code == 0
     missing = CliRunner().invoke(main, ["explain", "facts/a/nothing.md"])
     assert missing.exit_code == 2 and "facts/a/nothing.md is neither" in missing.output
+
+
+def test_a_long_build_in_a_log_prints_plain_progress_lines(monkeypatch):
+    import io
+
+    from kbuild import progress
+
+    log = io.StringIO()  # not a terminal
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
+    bar = progress.Progress(enabled=True, total=2, stream=log)
+    for n in range(3):
+        bar("done", f"fact(\"p\",\"a\",\"{n}\")")
+    bar("fail", "fact(\"p\",\"a\",\"x\")")
+    lines = log.getvalue().splitlines()
+    assert lines[0].startswith("kbuild: 1 of 2 queries, 0 failed") and "now fact(" in lines[0]
+    assert lines[2].startswith("kbuild: 3 queries, 0 failed")  # more ran than counted: no total, not 150%
+    assert lines[3].startswith("kbuild: 4 queries, 1 failed")
+    quiet = io.StringIO()
+    progress.Progress(enabled=False, total=2, stream=quiet)("done", "q")
+    assert quiet.getvalue() == ""

@@ -60,8 +60,12 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         return
     if not dry_run:
         uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
-    show = sys.stderr.isatty() and not as_json and not session.quiet
-    progress = Progress(enabled=show, total=len(engine.plan(targets)) if show else None)
+    show = not as_json and not session.quiet
+    # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
+    # terminal only (a log gets counts); a first build has no graph, and its bar counts without one.
+    recorded = engine.lock_path.exists() or engine.local.state_db.exists()
+    counted = show and recorded and sys.stderr.isatty()
+    progress = Progress(enabled=show, total=len(engine.plan(targets)) if counted else None)
     try:
         report = engine.build(targets, refresh=refresh, observer=progress)
     except BuildLocked as exc:
