@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                    "cache answered."),
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
+    "remove": ("sources", "remove", "Take a source out of kb/PROJECT/sources.yml; the next build removes its pages."),
     "search": ("lookup", "search_command", "BM25 over every index line (the summaries); every lookup is logged."),
     "show": ("lookup", "show", "Print a page with its parent and children, to walk the store up and down."),
     "spec": ("sources", "spec", "Specs: what a coding agent implements, written from a view."),

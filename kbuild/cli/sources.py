@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 def add(session: Session, project: str, path_or_url: str, source_id: str | None) -> None:
     """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments.
 
+    A file outside the project is copied into sources/ first, so the project holds it.
+
     Example: kbuild add payments docs/requirements.pdf --id requirements
     """
     from pydantic import ValidationError
@@ -43,7 +45,32 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
         raise KbuildError(one_line(exc), WRONG) from None
     except (BadId, SourcesError) as exc:
         raise KbuildError(str(exc), WRONG) from None
+    if source.path is not None and not (session.directory / path_or_url).resolve().is_relative_to(spec.root):
+        click.echo(f"copied {path_or_url} to {source.path}, inside the project (commit it with the store)")
     click.echo(f"added {source.id} to {app.store.sources_file(project)}; run `kbuild` to build it")
+
+
+@click.command()
+@click.argument("project")
+@click.argument("source")
+@pass_session
+def remove(session: Session, project: str, source: str) -> None:
+    """Take a source out of kb/PROJECT/sources.yml; the next build removes its pages.
+
+    Example: kbuild remove payments requirements
+    """
+    _remove(session, project, "sources", "id", source)
+    click.echo(f"removed {source} from {project}; run `kbuild` to remove its pages")
+
+
+def _remove(session: Session, project: str, section: str, key: str, value: str) -> None:
+    from ..store.sources import SourcesError
+    from ..store.sources import remove as remove_entry
+
+    try:
+        remove_entry(_project_sources(session, project), section, key, value)
+    except SourcesError as exc:
+        raise KbuildError(str(exc), WRONG) from None
 
 
 def _project_sources(session: Session, project: str) -> Path:
@@ -93,8 +120,25 @@ def view_add(session: Session, project: str, name: str, about: str, across: tupl
     from ..store.sources import ViewRequest
 
     file = _project_sources(session, project)
+    unknown = [p for p in across if not (file.parent.parent / p / file.name).exists()]
+    if unknown:
+        raise KbuildError(f"--across {unknown[0]}: there is no project {unknown[0]!r} in {file.parent.parent.name}/; "
+                          f"`kbuild add {unknown[0]} PATH` starts it", WRONG)
     _add_request(file, lambda: ViewRequest(name=name, about=about, across=list(across)))
     click.echo(f"added view {name} to {file.name} of {project}; run `kbuild` to write it")
+
+
+@view.command("remove")
+@click.argument("project")
+@click.argument("name")
+@pass_session
+def view_remove(session: Session, project: str, name: str) -> None:
+    """Take the view NAME out of PROJECT's sources.yml; the next build removes its page.
+
+    Example: kbuild view remove payments refunds
+    """
+    _remove(session, project, "views", "name", name)
+    click.echo(f"removed view {name} from {project}; run `kbuild` to remove its page")
 
 
 @click.group()
@@ -117,3 +161,16 @@ def spec_add(session: Session, project: str, feature: str, view_name: str) -> No
     file = _project_sources(session, project)
     _add_request(file, lambda: SpecRequest(name=feature, view=view_name))
     click.echo(f"added spec {feature} (from view {view_name}) to {file.name} of {project}; run `kbuild` to write it")
+
+
+@spec.command("remove")
+@click.argument("project")
+@click.argument("feature")
+@pass_session
+def spec_remove(session: Session, project: str, feature: str) -> None:
+    """Take the spec FEATURE out of PROJECT's sources.yml; the next build removes its page.
+
+    Example: kbuild spec remove payments refund-api
+    """
+    _remove(session, project, "specs", "name", feature)
+    click.echo(f"removed spec {feature} from {project}; run `kbuild` to remove its page")

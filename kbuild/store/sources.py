@@ -310,10 +310,43 @@ def source_for(path_or_url: str, directory: Path, root: Path, source_id: str | N
         if not full.is_file():
             raise SourcesError(f"{path_or_url} is not a file; give the path of a document or a url")
         if not full.is_relative_to(root):
-            raise SourcesError(f"{path_or_url} is outside {root}; copy it into the project or add it by url")
+            full = import_file(full, root)  # as `dvc add` imports: the project holds what it is built from
         name = full.name
         fields = {"path": full.relative_to(root).as_posix()}
     return Source(id=source_id or slug(name.rsplit(".", 1)[0]), **fields)
+
+
+IMPORTED = "sources"  # where `kbuild add` copies a file from outside the project, under its root
+
+
+def import_file(outside: Path, root: Path) -> Path:
+    """Copy a file from outside the project to sources/ under `root`, so that the project (and a
+    clone of it) holds it; the copy already there is kept when it is the same file."""
+    import shutil
+
+    target = root / IMPORTED / outside.name
+    if target.exists() and target.read_bytes() != outside.read_bytes():
+        raise SourcesError(f"{target.relative_to(root)} exists and is another file; rename {outside.name} "
+                           "or copy it into the project yourself")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        shutil.copyfile(outside, target)
+    return target
+
+
+def remove(file: Path, section: str, key: str, value: str) -> None:
+    """Take the entry whose `key` is `value` out of `section` of sources.yml, keeping the rest of
+    the file as a person wrote it (comments, order, quoting)."""
+    yaml = _yaml()
+    doc = yaml.load(file.read_text("utf-8"))
+    entries = doc.get(section) if isinstance(doc, dict) else None
+    found = [n for n, e in enumerate(entries or []) if isinstance(e, dict) and e.get(key) == value]
+    if not found:
+        raise SourcesError(f"{file} lists no {section[:-1]} {value!r}")
+    del entries[found[0]]
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    file.write_text(out.getvalue(), "utf-8")
 
 
 def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:

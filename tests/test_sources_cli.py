@@ -1,0 +1,53 @@
+"""Listing and unlisting sources, views and specs as the README's Quick start does."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import kbuild
+
+
+def test_a_file_outside_the_project_is_copied_in_and_built(tmp_path: Path) -> None:
+    project, docs = tmp_path / "myproject", tmp_path / "docs"
+    docs.mkdir()
+    (docs / "requirements.md").write_text("# Requirements\n\nRefunds are allowed within 90 days.\n")
+    assert kbuild(tmp_path, "init", str(project)).exit_code == 0
+    added = kbuild(project, "add", "payments", str(docs / "requirements.md"))
+    assert added.exit_code == 0 and "copied" in added.output and "sources/requirements.md" in added.output
+    assert (project / "sources/requirements.md").read_bytes() == (docs / "requirements.md").read_bytes()
+    assert "path: sources/requirements.md" in (project / "kb/payments/sources.yml").read_text()
+    assert kbuild(project).exit_code == 0 and kbuild(project, "check").exit_code == 0
+    (docs / "requirements.md").write_text("# Requirements\n\nSomething else.\n")  # another file, same name
+    again = kbuild(project, "add", "other", str(docs / "requirements.md"))
+    assert again.exit_code == 2 and "exists and is another file" in again.output
+
+
+def test_remove_takes_a_source_view_or_spec_out_and_the_build_removes_its_pages(tmp_path: Path) -> None:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.md").write_text(f"# {name.upper()}\n\nThe shop MUST open at {name} ten.\n")
+        assert kbuild(tmp_path, "add", "p", f"{name}.md").exit_code == 0
+    sources = tmp_path / "kb/p/sources.yml"
+    sources.write_text("# our sources\n" + sources.read_text())
+    assert kbuild(tmp_path, "view", "add", "p", "hours", "--about", "opening hours").exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "p", "hours-api", "--view", "hours").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    assert (tmp_path / "kb/p/facts/b/index.md").exists() and (tmp_path / "kb/p/artifacts/specs/hours-api.md").exists()
+    assert kbuild(tmp_path, "spec", "remove", "p", "hours-api").exit_code == 0
+    assert kbuild(tmp_path, "view", "remove", "p", "hours").exit_code == 0
+    assert kbuild(tmp_path, "remove", "p", "b").exit_code == 0
+    assert sources.read_text().startswith("# our sources\n")  # the person's comment stays
+    assert kbuild(tmp_path).exit_code == 0
+    assert not (tmp_path / "kb/p/facts/b").exists() and not (tmp_path / "kb/p/artifacts/specs/hours-api.md").exists()
+    assert not (tmp_path / "kb/p/artifacts/views/hours.md").exists() and (tmp_path / "kb/p/facts/a/index.md").exists()
+    assert kbuild(tmp_path, "check").exit_code == 0
+    gone = kbuild(tmp_path, "remove", "p", "b")
+    assert gone.exit_code == 2 and "lists no source 'b'" in gone.output
+
+
+def test_a_view_across_a_project_that_does_not_exist_is_refused_when_asked_for(tmp_path: Path) -> None:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nText.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    refused = kbuild(tmp_path, "view", "add", "p", "v", "--about", "x", "--across", "nowhere")
+    assert refused.exit_code == 2 and "no project 'nowhere'" in refused.output
+    assert "views:" not in (tmp_path / "kb/p/sources.yml").read_text()
