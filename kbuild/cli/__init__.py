@@ -20,6 +20,7 @@ from .session import KbuildError, Session
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "add": ("sources", "add", "List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments."),
     "build": ("build", "build", "Bring the store up to date (the command to run after `git pull`)."),
+    "cache": ("cache", "cache", "The cache of model calls: where it is, its size, and its hit rate over recent builds."),
     "check": ("check", "check", "Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, "
                                 "unbuilt or orphaned."),
     "clean": ("clean", "clean", "Drop the local state in .kbuild/ (rebuildable from the lock and the call cache)."),

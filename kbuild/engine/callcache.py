@@ -6,9 +6,11 @@ can be shared by a team or by CI (KBUILD_CACHE_DIR) and copied or pruned with or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +50,14 @@ class CallCache:
         return key[:2] in self._folders
 
     def get(self, key: str) -> Any | None:
+        path = self._path(key)
         try:
-            return json.loads(self._path(key).read_bytes())["response"]
+            response = json.loads(path.read_bytes())["response"]
         except (FileNotFoundError, ValueError, KeyError):
             return None  # a missing or damaged entry is a miss, never an error
+        with contextlib.suppress(OSError):  # its time of use, for trimming least recently used first
+            os.utime(path)
+        return response
 
     def put(self, key: str, request: Mapping[str, Any], response: Any) -> None:
         record = {"request": request, "response": response}
@@ -96,3 +102,39 @@ class CallCache:
             raise
         finally:
             del self._in_flight[key]
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    size: int
+    used: float  # when it was last written or answered a call (its mtime)
+
+
+def entries(folder: Path) -> list[Entry]:
+    """Every entry of a call cache folder, least recently used first."""
+    found = []
+    for fan in (folder.iterdir() if folder.is_dir() else ()):
+        if len(fan.name) != 2 or not fan.is_dir():
+            continue
+        for file in fan.glob("*.json"):
+            with contextlib.suppress(FileNotFoundError):  # another build may be trimming too
+                st = file.stat()
+                found.append(Entry(file, st.st_size, st.st_mtime))
+    return sorted(found, key=lambda e: (e.used, e.path.name))
+
+
+def trim(folder: Path, max_bytes: int) -> list[Entry]:
+    """Remove the least recently used entries until the folder holds at most `max_bytes` of
+    them; the removed entries. An entry removed is a call asked again, never a wrong answer."""
+    found = entries(folder)
+    total = sum(e.size for e in found)
+    removed = []
+    for entry in found:
+        if total <= max_bytes:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            entry.path.unlink()
+        total -= entry.size
+        removed.append(entry)
+    return removed
