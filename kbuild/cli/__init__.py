@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                              "lines."),
     "logs": ("inspection", "logs", "Every model call: prompt, response, tokens, latency, cost, and whether the "
                                    "cache answered."),
+    "merge-lock": ("merge", "merge_lock", "Merge two sides of kbuild.lock into OURS, as git's merge driver (%O %A %B)."),
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
     "search": ("lookup", "search_command", "BM25 over every index line (the summaries); every lookup is logged."),
