@@ -26,6 +26,7 @@ from .build import Build
 from .buildlock import BuildLock
 from .buildstate import Observer
 from .files import OutputArea
+from .hashing import ABSENT
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .report import Report, StateDamaged, state_damaged, stop_for
 from .snapshot import CLEAN
@@ -158,6 +159,35 @@ class Engine:
             build.load_graph()
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
+
+    def edited_outputs(self, targets: Iterable[Query]) -> dict[str, str]:
+        """Each recorded output that is there but is not what the build that wrote it left
+        (edited by a person), with the query that writes it: what a build would overwrite. An
+        output of a lock entry a merge marked to run again is not one (the merge wrote it).
+        A stat per output when the last build left every query settled; else the whole graph.
+        BuildLocked while another build holds the store (its writes are not edits)."""
+        from .lockmerge import STALE_FINGERPRINT
+
+        root_ids = [t.id for t in targets]
+        with BuildLock(self.state_dir), self._reading() as build:
+            summary = build.clean_summary(root_ids)
+            if summary is not None:
+                _, changed = build.changed_since(summary)
+                writers = build.state.writers(changed)
+                memos = build.state.load_memos({q for qs in writers.values() for q in qs})
+            else:
+                build.load_graph()
+                memos = build.memos
+            file_hash = build.hasher.hash
+            edited: dict[str, str] = {}
+            for qid, memo in memos.items():
+                if memo.fingerprint == STALE_FINGERPRINT:
+                    continue
+                for path, digest in memo.outputs.items():
+                    now = file_hash(path)
+                    if now != digest and now != ABSENT and (self.root / path).is_file():
+                        edited[path] = qid
+            return dict(sorted(edited.items()))
 
     def settled_stats(self) -> dict[str, list[int]] | None:
         """The stat of every file the graph reads or writes, each as recorded with its hash, when
