@@ -3,7 +3,9 @@ a person edited unless forced, and a forced build keeps the text it overwrites i
 .kbuild/overwritten/<path>.<time>, to be recovered.
 
 A generated page git left with conflict markers is no person's edit: it is written again (its
-text kept all the same). So is a page a merge wrote whose lock entry the merge marked to run
+text kept all the same). Nor, as far as anyone can tell, is an output that differs from its memo
+after a build that was killed (it may have written it without recording it): written again,
+its text kept. So is a page a merge wrote whose lock entry the merge marked to run
 again (the engine leaves those out of `edited_outputs`).
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .engine import Engine, Query
+    from .engine import Engine
 
 OVERWRITTEN = "overwritten"  # in the state folder
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
@@ -24,6 +26,7 @@ _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 class Edits:
     by_hand: list[str]  # edited by a person: a build refuses unless forced
     conflicted: list[str]  # left with git's conflict markers: written again
+    unrecorded: list[str]  # after a build that was killed: maybe its own writes, written again
 
 
 def has_conflict_markers(data: bytes) -> bool:
@@ -31,15 +34,19 @@ def has_conflict_markers(data: bytes) -> bool:
     return all(any(line.startswith(m) for line in lines) for m in _MARKERS)
 
 
-def find(engine: Engine, targets: list[Query]) -> Edits:
-    by_hand, conflicted = [], []
-    for path in engine.edited_outputs(targets):
+def find(engine: Engine) -> Edits:
+    by_hand: list[str] = []
+    conflicted: list[str] = []
+    edited = engine.edited_outputs()
+    if edited and engine.last_build_unfinished():  # a killed build's writes are not told from edits
+        return Edits([], [], list(edited))
+    for path in edited:
         try:
             data = (engine.root / path).read_bytes()
         except OSError:
             continue  # gone since: nothing to lose
         (conflicted if has_conflict_markers(data) else by_hand).append(path)
-    return Edits(by_hand, conflicted)
+    return Edits(by_hand, conflicted, [])
 
 
 def keep(engine: Engine, paths: list[str]) -> dict[str, Path]:

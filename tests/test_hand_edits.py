@@ -107,3 +107,53 @@ def test_another_build_holding_the_store_is_said_in_one_line(project):
     with BuildLock(project / ".kbuild"):
         result = kbuild(project)
     assert result.exit_code == 3 and "another kbuild" in result.output and "Traceback" not in result.output
+
+
+def git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def test_pages_a_pull_brings_are_no_hand_edits_and_edits_after_it_are(project, tmp_path):
+    git(project, "init", "-q")
+    (project / ".gitignore").write_text(".kbuild/\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "store")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(project), str(clone))
+    assert kbuild(clone).exit_code == 0  # a local state, settled
+    (project / "a.txt").write_text("one two three four five\n")
+    assert kbuild(project).exit_code == 0
+    git(project, "commit", "-qam", "a.txt edited")
+    git(clone, "pull", "-q")
+    (clone / "out/b.txt.md").write_text("my own notes\n")
+    result = kbuild(clone)
+    assert result.exit_code == 1 and result.output.count("edited by hand:") == 1, result.output
+    assert "out/b.txt.md" in result.output  # not out/a.txt.md, which the pull brought
+    (clone / "out/b.txt.md").unlink()
+    result = kbuild(clone)
+    assert result.exit_code == 0, result.output
+    assert "5 words" in (clone / "out/a.txt.md").read_text()
+
+
+def test_after_a_killed_build_a_differing_page_is_written_again_and_kept(project):
+    """A build killed between writing a page and recording it leaves a page unlike its memo:
+    not told from an edit, so it is written again without asking, its text kept."""
+    from kbuild.engine.build import UNFINISHED
+    from kbuild.engine.state import State
+
+    state = State(project / ".kbuild" / "state.db")
+    state.set_meta(UNFINISHED, "1")
+    state.commit()
+    state.db.close()
+    (project / "out/b.txt.md").write_text("# b.txt\n\nwritten, not recorded\n")
+    result = kbuild(project)
+    assert result.exit_code == 0, result.output
+    assert "interrupted build" in result.output
+    assert (project / "out/b.txt.md").read_text() == "# b.txt\n\n1 words\n"
+    (copy,) = kept(project)
+    assert "not recorded" in copy.read_text()
+    (project / "out/b.txt.md").write_text("my own notes\n")
+    assert kbuild(project).exit_code == 1  # that build finished: edits are refused again

@@ -58,7 +58,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     if dry_run:
         print_plan(engine, targets, as_json)
         return
-    protect_hand_edits(engine, targets, force, "kbuild build", session.quiet)
+    protect_hand_edits(engine, force, "kbuild build", session.quiet)
     if not dry_run:
         uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
     show = sys.stderr.isatty() and not as_json and not session.quiet
@@ -91,14 +91,14 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         raise click.exceptions.Exit(FAILED)
 
 
-def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, command: str, quiet: bool = False) -> None:
+def protect_hand_edits(engine: Engine, force: bool, command: str, quiet: bool = False) -> None:
     """Refuse (exit 1) to build over pages edited by hand, one line each, unless `force`; the
     text of every edited page a build will overwrite is kept in .kbuild/overwritten/ first."""
     from .. import handedits
     from ..engine import BuildLocked, LockError
 
     try:
-        edits = handedits.find(engine, targets)
+        edits = handedits.find(engine)
     except BuildLocked as exc:
         raise KbuildError(str(exc), LOCKED) from None
     except LockError as exc:
@@ -108,13 +108,14 @@ def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, comman
             click.secho(f"edited by hand: {path}", fg="red", err=True)
         raise KbuildError(handedits.refusal(edits.by_hand, command), FAILED)
     try:
-        kept = handedits.keep(engine, [*edits.by_hand, *edits.conflicted])
+        kept = handedits.keep(engine, [*edits.by_hand, *edits.conflicted, *edits.unrecorded])
     except OSError as exc:
         raise KbuildError(f"cannot keep a copy of {exc.filename or 'an edited page'} before overwriting it: "
                           f"{exc.strerror or exc}; nothing was built", FAILED) from None
     for path, copy in kept.items():
-        why = "had merge conflict markers" if path in edits.conflicted else "was edited by hand"
-        if not quiet or path not in edits.conflicted:
+        why = ("had merge conflict markers" if path in edits.conflicted else "was edited by hand"
+               if path in edits.by_hand else "differs from its record after an interrupted build")
+        if not quiet or path in edits.by_hand:
             click.secho(f"overwriting {path}, which {why}; its text is kept in "
                         f"{os.path.relpath(copy, engine.root)}", fg="yellow", err=True)
 
