@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .engine import Engine, Query
 
 OVERWRITTEN = "overwritten"  # in the state folder
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
@@ -34,10 +34,10 @@ def has_conflict_markers(data: bytes) -> bool:
     return all(any(line.startswith(m) for line in lines) for m in _MARKERS)
 
 
-def find(engine: Engine) -> Edits:
+def find(engine: Engine, targets: list[Query]) -> Edits:
     by_hand: list[str] = []
     conflicted: list[str] = []
-    edited = engine.edited_outputs()
+    edited = engine.edited_outputs(targets)
     if edited and engine.last_build_unfinished():  # a killed build's writes are not told from edits
         return Edits([], [], list(edited))
     for path in edited:

@@ -58,7 +58,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     if dry_run:
         print_plan(engine, targets, as_json)
         return
-    protect_hand_edits(engine, force, "kbuild build", session.quiet)
+    protect_hand_edits(engine, targets, force, "kbuild build", session.quiet)
     if not dry_run:
         uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
     show = sys.stderr.isatty() and not as_json and not session.quiet
@@ -91,14 +91,14 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         raise click.exceptions.Exit(FAILED)
 
 
-def protect_hand_edits(engine: Engine, force: bool, command: str, quiet: bool = False) -> None:
+def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, command: str, quiet: bool = False) -> None:
     """Refuse (exit 1) to build over pages edited by hand, one line each, unless `force`; the
     text of every edited page a build will overwrite is kept in .kbuild/overwritten/ first."""
     from .. import handedits
     from ..engine import BuildLocked, LockError
 
     try:
-        edits = handedits.find(engine)
+        edits = handedits.find(engine, targets)
     except BuildLocked as exc:
         raise KbuildError(str(exc), LOCKED) from None
     except LockError as exc:

@@ -32,7 +32,7 @@ from .report import Report, StateDamaged, state_damaged, stop_for
 from .snapshot import CLEAN
 from .rule import Query, Rule
 from .staleness import Inspection
-from .state import Memo, State
+from .state import FileRead, Memo, State, flat
 from .verify import Reason
 
 
@@ -160,13 +160,15 @@ class Engine:
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
 
-    def edited_outputs(self) -> dict[str, str]:
+    def edited_outputs(self, targets: Iterable[Query]) -> dict[str, str]:
         """Each recorded output that is there but is not what the build that wrote it left
-        (edited by a person), with the query that writes it: what a build would overwrite. An
+        (edited by a person; not a symlink, which a build replaces without writing through it),
+        with the query that writes it: what a build would overwrite. An
         output of a lock entry a merge marked to run again is not one (the merge wrote it).
         After a build that left every query settled, a stat per output it wrote, and only the
         outputs that changed since are looked up, in the lock when a pull changed it; else the
-        whole graph. BuildLocked while another build holds the store (its writes are no edits)."""
+        whole graph, of which only what the targets reach (a build leaves the rest in place).
+        BuildLocked while another build holds the store (its writes are no edits)."""
         from .lockfile import lock_entries, parse_entry
         from .lockmerge import STALE_FINGERPRINT
 
@@ -187,7 +189,7 @@ class Engine:
                             memos = {q: parse_entry(entries[q]) for q in writers if q in entries}
             if memos is None:
                 build.load_graph()
-                memos, only = build.memos, None
+                memos, only = _reached(build.memos, [t.id for t in targets]), None
             file_hash = build.hasher.hash
             edited: dict[str, str] = {}
             for qid, memo in memos.items():
@@ -197,7 +199,8 @@ class Engine:
                     if only is not None and path not in only:
                         continue
                     now = file_hash(path)
-                    if now != digest and now != ABSENT and (self.root / path).is_file():
+                    full = self.root / path  # a symlink is replaced, its target untouched: nothing lost
+                    if now != digest and now != ABSENT and full.is_file() and not full.is_symlink():
                         edited[path] = qid
             return dict(sorted(edited.items()))
 
@@ -265,3 +268,17 @@ class Engine:
             yield build
         finally:
             build.close(save=False)
+
+
+def _reached(memos: dict[str, Memo], roots: list[str]) -> dict[str, Memo]:
+    """The memos the roots reach through their recorded query reads."""
+    reached: dict[str, Memo] = {}
+    stack = list(roots)
+    while stack:
+        qid = stack.pop()
+        memo = memos.get(qid)
+        if memo is None or qid in reached:
+            continue
+        reached[qid] = memo
+        stack.extend(d for d, _ in flat(memo.deps) if not isinstance(d, FileRead))
+    return reached
