@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from .buildfile import FILENAME
@@ -69,4 +70,57 @@ def start(directory: Path) -> Path:
         prefix = "" if not present or gitignore.read_text().endswith("\n") else "\n"
         with gitignore.open("a") as out:
             out.write(prefix + "# kbuild's local state: rebuildable, never committed\n" + "\n".join(missing) + "\n")
+    write_gitattributes(directory)
     return kbuildfile
+
+
+# Generated files are collapsed in pull requests' diffs (linguist-generated); the lock merges
+# through `kbuild merge-lock`, and a generated page both branches changed keeps our side (the
+# next `kbuild` writes it again, since the merged lock marks its query to run). sources.yml is
+# a person's: merged as text and shown.
+GITATTRIBUTES_LINES = [
+    "kb/** linguist-generated merge=kbuild-generated",
+    "kb/*/sources.yml -linguist-generated merge=text",
+    "kbuild.lock linguist-generated merge=kbuild-lock",
+]
+MERGE_DRIVERS = {
+    "merge.kbuild-lock.name": "kbuild.lock: the union of what each branch rebuilt",
+    "merge.kbuild-lock.driver": "kbuild merge-lock %O %A %B",
+    "merge.kbuild-generated.name": "a page kbuild generates: our side, the next kbuild writes it again",
+    "merge.kbuild-generated.driver": "true",
+}
+
+
+def write_gitattributes(directory: Path) -> None:
+    """Add to .gitattributes the lines it lacks."""
+    path = directory / ".gitattributes"
+    present = path.read_text().splitlines() if path.exists() else []
+    missing = [line for line in GITATTRIBUTES_LINES if line not in present]
+    if missing:
+        prefix = "" if not present or path.read_text().endswith("\n") else "\n"
+        with path.open("a") as out:
+            out.write(prefix + "# kbuild: generated files, and how git merges them (kbuild merge-lock)\n"
+                      + "\n".join(missing) + "\n")
+
+
+def git_config_command() -> str:
+    """The commands that set up the merge drivers by hand (git config is not cloned)."""
+    return "; ".join(f"git config {key} {json.dumps(value)}" for key, value in MERGE_DRIVERS.items()
+                     if key.endswith(".driver"))
+
+
+def setup_git(directory: Path) -> str | None:
+    """Register the merge drivers in the git repository `directory` is in: None when done, or
+    why not (not a git repository, git missing or failing)."""
+    try:
+        inside = subprocess.run(["git", "-C", str(directory), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True)
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return "not a git repository"
+        for key, value in MERGE_DRIVERS.items():
+            done = subprocess.run(["git", "-C", str(directory), "config", key, value], capture_output=True, text=True)
+            if done.returncode != 0:
+                return f"git config {key} failed: {done.stderr.strip() or done.returncode}"
+    except OSError as exc:
+        return f"git could not run: {exc.strerror or exc}"
+    return None

@@ -40,16 +40,35 @@ def status(engine: Engine, targets: list[Query]) -> Status:
     inspection = engine.inspect()
     stale, memos = inspection.stale, inspection.memos
     by_cause: dict[str, list[str]] = {}
+    first: set[str] = set()  # the causes that are hand edits: listed before the rest, as a build refuses them
     for qid, (_, cause) in stale.items():
         reason = stale[cause][0]
         by_rule = reason.kind in (Change.RULE_CHANGED, Change.RULE_GONE)  # one group for all a rule's queries
-        by_cause.setdefault(reason.sentence if by_rule else f"{cause}: {reason.sentence}", []).append(qid)
+        if reason.kind is Change.OUTPUT_EDITED and is_hand_edit(engine, memos[cause], reason.subject):
+            name = f"{reason.subject}: edited by hand (a build refuses to overwrite it without --force)"
+            first.add(name)
+        else:
+            name = reason.sentence if by_rule else f"{cause}: {reason.sentence}"
+        by_cause.setdefault(name, []).append(qid)
     groups = [StaleGroup(cause, queries, sorted(p for q in queries for p in memos[q].outputs if p.endswith(".md")))
-              for cause, queries in sorted(by_cause.items())]
+              for cause, queries in sorted(by_cause.items(), key=lambda item: (item[0] not in first, item[0]))]
     # From the same reading of the graph as the stale set, rather than a dry run that would load it again
     read = {dep for memo in memos.values() for group in memo.deps for dep, _ in group if not isinstance(dep, FileRead)}
     new = sorted(q for q in {t.id for t in targets} | read if q not in memos)
     return Status(groups, new, list(stale), estimate(engine, [memos[q].rule for q in stale]))
+
+
+def is_hand_edit(engine: Engine, memo: Memo, path: str) -> bool:
+    """Whether an output that differs from its memo is a person's edit, which a build refuses to
+    overwrite (kbuild.handedits): there, not written by a merge, without conflict markers."""
+    from .engine.lockmerge import STALE_FINGERPRINT
+    from .handedits import has_conflict_markers
+
+    try:
+        data = (engine.root / path).read_bytes()
+    except OSError:
+        return False  # missing: nothing to lose
+    return memo.fingerprint != STALE_FINGERPRINT and not has_conflict_markers(data)
 
 
 def estimate(engine: Engine, rules: list[str]) -> str:

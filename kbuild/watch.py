@@ -30,7 +30,7 @@ def _stamp() -> str:
 
 def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str | None],
           outputs: Callable[[], dict[str, str]], inputs_in_output_folder: Callable[[], set[str]],
-          debounce_ms: int = 300, verbose: bool = False, settle_ms: int = 50) -> None:
+          debounce_ms: int = 300, verbose: bool = False, settle_ms: int = 50, force: bool = False) -> None:
     """Build, then rebuild after each burst of changes, until interrupted.
 
     `build_once` loads the Kbuildfile and builds, returning a one-line summary (None when the
@@ -38,6 +38,7 @@ def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str |
     records for it. Inside `output_folder` every file is generated but those
     `inputs_in_output_folder` names (as the Kbuildfile said at the last build; paths relative to
     `root`). A burst ends after `settle_ms` of quiet, or at `debounce_ms` at the latest.
+    A hand edit is reported; `build_once` refuses to overwrite it unless `force`.
     """
     generated_folder = output_folder.resolve() if output_folder is not None else None
     edited: set[str] = set()  # every input the Kbuildfile named so far: a deleted one is still an edit
@@ -77,8 +78,9 @@ def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str |
                     continue
                 inputs.append(rel)
             for rel in hand_edits:
-                click.echo(f"[{_stamp()}] {rel} was edited by hand; the next build writes it again "
-                           "(edit its source instead)")
+                click.echo(f"[{_stamp()}] {rel} was edited by hand; " + (
+                    "the next build writes it again, keeping its text in .kbuild/overwritten/" if force else
+                    "builds leave it alone until it is restored or removed (edit its source instead)"))
             if not inputs and not hand_edits:
                 continue
             started = time.perf_counter()

@@ -76,8 +76,12 @@ def test_watch_rebuilds_bursts_once_survives_a_broken_kbuildfile_and_stops_clean
         kbuildfile.write_text(good)
         watcher.wait_for("changed: Kbuildfile.py")
 
-        (tmp_path / "kb/shop/facts/notes/text.md").write_text("a hand edit\n")
+        edited = tmp_path / "kb/shop/facts/notes/text.md"
+        edited.write_text("a hand edit\n")
         watcher.wait_for("was edited by hand")
+        watcher.wait_for("not built: refused: 1 page edited by hand")  # as git keeps local changes
+        assert edited.read_text() == "a hand edit\n"
+        edited.unlink()  # given up: the next build writes it again
 
         # sources.yml lies in the store among generated pages, but a person edits it: an input
         (tmp_path / "more.md").write_text("# More\n\nThe shop closes at six.\n")

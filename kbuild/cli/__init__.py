@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                              "lines."),
     "logs": ("inspection", "logs", "Every model call: prompt, response, tokens, latency, cost, and whether the "
                                    "cache answered."),
+    "merge-lock": ("merge", "merge_lock", "Merge two sides of kbuild.lock into OURS, as git's merge driver (%O %A %B)."),
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
     "remove": ("sources", "remove", "Take a source out of kb/PROJECT/sources.yml; the next build removes its pages."),

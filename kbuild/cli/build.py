@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,9 +25,11 @@ if TYPE_CHECKING:
 @click.option("--no-fetch", is_flag=True, help="Do not download url sources again; use the copies in raw/.")
 @click.option("--cutoff", type=click.Choice(["meaning", "exact"]), default="meaning", show_default=True,
               help="exact: a rebuilt page stops the climb only when it is byte for byte the same.")
+@click.option("--force", is_flag=True,
+              help="Overwrite pages edited by hand (their text is kept in .kbuild/overwritten/).")
 @pass_session
 def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False,
-          no_fetch: bool = False, cutoff: str = "meaning") -> None:
+          no_fetch: bool = False, cutoff: str = "meaning", force: bool = False) -> None:
     """Bring the store up to date (the command to run after `git pull`).
 
     Example: kbuild build --dry-run   (then: kbuild build)
@@ -58,6 +61,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     if dry_run:
         print_plan(engine, targets, as_json)
         return
+    protect_hand_edits(engine, targets, force, "kbuild build", session.quiet)
     if not dry_run:
         uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
     show = not as_json and not session.quiet
@@ -92,6 +96,35 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         print_report(report, session.debug, session.quiet, session.verbose)
     if not report.ok or fetch_problems:
         raise click.exceptions.Exit(FAILED)
+
+
+def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, command: str, quiet: bool = False) -> None:
+    """Refuse (exit 1) to build over pages edited by hand, one line each, unless `force`; the
+    text of every edited page a build will overwrite is kept in .kbuild/overwritten/ first."""
+    from .. import handedits
+    from ..engine import BuildLocked, LockError
+
+    try:
+        edits = handedits.find(engine, targets)
+    except BuildLocked as exc:
+        raise KbuildError(str(exc), LOCKED) from None
+    except LockError as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    if edits.by_hand and not force:
+        for path in edits.by_hand:
+            click.secho(f"edited by hand: {path}", fg="red", err=True)
+        raise KbuildError(handedits.refusal(edits.by_hand, command), FAILED)
+    try:
+        kept = handedits.keep(engine, [*edits.by_hand, *edits.conflicted, *edits.unrecorded])
+    except OSError as exc:
+        raise KbuildError(f"cannot keep a copy of {exc.filename or 'an edited page'} before overwriting it: "
+                          f"{exc.strerror or exc}; nothing was built", FAILED) from None
+    for path, copy in kept.items():
+        why = ("had merge conflict markers" if path in edits.conflicted else "was edited by hand"
+               if path in edits.by_hand else "differs from its record after an interrupted build")
+        if not quiet or path in edits.by_hand:
+            click.secho(f"overwriting {path}, which {why}; its text is kept in "
+                        f"{os.path.relpath(copy, engine.root)}", fg="yellow", err=True)
 
 
 def remember_settled(engine: Engine, root: Path, code: dict[str, list[int]], listings: dict[str, list[str]],

@@ -7,16 +7,18 @@ from ..buildfile import Buildfile
 from ..engine import BuildLocked, BuildStopped, Engine, LockError
 from ..localstate import LocalState
 from ..reports import save_report
-from .build import print_failures
-from .session import Session, pass_session
+from .build import print_failures, protect_hand_edits
+from .session import KbuildError, Session, pass_session
 
 
 @click.command()
 @click.option("--debounce", default=300, show_default=True,
               help="The longest a burst of edits may run before it is built (ms).")
 @click.option("--settle", default=50, show_default=True, help="How long a quiet spell ends a burst (ms).")
+@click.option("--force", is_flag=True,
+              help="Overwrite pages edited by hand (their text is kept in .kbuild/overwritten/).")
 @pass_session
-def watch(session: Session, debounce: int, settle: int) -> None:
+def watch(session: Session, debounce: int, settle: int, force: bool = False) -> None:
     """Build, then rebuild after every burst of edits to sources, sources.yml, Kbuildfile.py or rules.
 
     Example: kbuild watch   (edit a source in another window; Ctrl-C stops)
@@ -37,6 +39,10 @@ def watch(session: Session, debounce: int, settle: int) -> None:
         for problem in spec.before_build() if spec.before_build else []:
             click.secho(f"failed: {problem}", fg="red", err=True)
         try:
+            protect_hand_edits(engine, targets, force, "kbuild watch")
+        except KbuildError as exc:  # edited pages are kept: the builds wait until they are restored or removed
+            return f"not built: {exc.format_message()}"
+        try:
             report = engine.build(targets)
         except (BuildLocked, LockError, BuildStopped) as exc:
             return f"not built: {exc}"
@@ -52,4 +58,4 @@ def watch(session: Session, debounce: int, settle: int) -> None:
 
     output_folder = first.root / first.output_folder if first.output_folder else None
     run_watch(first.root, output_folder, build_once, outputs, inputs_in_output_folder, debounce, session.verbose,
-              settle)
+              settle, force)

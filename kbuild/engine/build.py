@@ -19,6 +19,9 @@ from .scan import Scan
 from .snapshot import CLEAN, Snapshot
 
 
+UNFINISHED = "unfinished"  # meta key: a build started and has not ended (killed, stopped)
+
+
 class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
     """A build: the build state with every step of the algorithm."""
 
@@ -38,8 +41,12 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
         for t in targets:  # past the no-op: the targets become runnable by id
             self.introduce(t)
         self.state.delete_meta(CLEAN)
+        self.state.set_meta(UNFINISHED, "1")
+        # committed before any output is written: a crash from here on leaves no summary (the next
+        # build reads the whole graph) and says that outputs may differ from their memos without
+        # anyone having edited them (Engine.last_build_unfinished)
+        self.state.commit()
         if summary is not None and collect_garbage:
-            self.state.commit()  # a crash from here on leaves no summary: the next build reads the whole graph
             self.load_reached(changed_files, changed_outputs, root_ids)
         else:
             self.load_graph()
@@ -60,6 +67,7 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
             report.reused = summary["queries"] - len(self.dead.keys() | {q for q in report.executed if q in self.replaced})
             self._check_new_outputs()
         self._finish_removals()
+        self.state.delete_meta(UNFINISHED)  # committed below, or when the build closes
         for qid, why in self.refused.items():
             report.failed[qid] = why
             report.errors[qid] = Problem(why)  # it names the entry itself

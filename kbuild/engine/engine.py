@@ -22,16 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from . import staleness
-from .build import Build
+from .build import UNFINISHED, Build
 from .buildlock import BuildLock
 from .buildstate import Observer
 from .files import OutputArea
+from .hashing import ABSENT
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .report import Report, StateDamaged, state_damaged, stop_for
 from .snapshot import CLEAN
 from .rule import Query, Rule
 from .staleness import Inspection
-from .state import Memo, State
+from .state import FileRead, Memo, State, flat
 from .verify import Reason
 
 
@@ -159,6 +160,58 @@ class Engine:
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
 
+    def edited_outputs(self, targets: Iterable[Query]) -> dict[str, str]:
+        """Each recorded output that is there but is not what the build that wrote it left
+        (edited by a person; not a symlink, which a build replaces without writing through it),
+        with the query that writes it: what a build would overwrite. An
+        output of a lock entry a merge marked to run again is not one (the merge wrote it).
+        After a build that left every query settled, a stat per output it wrote, and only the
+        outputs that changed since are looked up, in the lock when a pull changed it; else the
+        whole graph, of which only what the targets reach (a build leaves the rest in place).
+        BuildLocked while another build holds the store (its writes are no edits)."""
+        from .lockfile import lock_entries, parse_entry
+        from .lockmerge import STALE_FINGERPRINT
+
+        with BuildLock(self.state_dir), self._reading() as build:
+            blob = None if build.lock_behind else build.state.get_meta(CLEAN)
+            memos: dict[str, Memo] | None = None
+            only: set[str] | None = None  # the outputs worth a look
+            if blob is not None:
+                _, changed = build.changed_since(json.loads(blob))  # what the last build wrote, as it wrote it
+                only = set(changed)
+                writers = {q for qs in build.state.writers(changed).values() for q in qs}
+                if not build.lock_changed:
+                    memos = build.state.load_memos(writers)
+                else:  # a pull: the pages it brought are recorded in its lock
+                    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                        entries = lock_entries(self.lock_path.read_bytes())
+                        if entries is not None:
+                            memos = {q: parse_entry(entries[q]) for q in writers if q in entries}
+            if memos is None:
+                build.load_graph()
+                memos, only = _reached(build.memos, [t.id for t in targets]), None
+            file_hash = build.hasher.hash
+            edited: dict[str, str] = {}
+            for qid, memo in memos.items():
+                if memo.fingerprint == STALE_FINGERPRINT:
+                    continue
+                for path, digest in memo.outputs.items():
+                    if only is not None and path not in only:
+                        continue
+                    now = file_hash(path)
+                    full = self.root / path  # a symlink is replaced, its target untouched: nothing lost
+                    if now != digest and now != ABSENT and full.is_file() and not full.is_symlink():
+                        edited[path] = qid
+            return dict(sorted(edited.items()))
+
+    def last_build_unfinished(self) -> bool:
+        """Whether the last build was killed or stopped: then an output that differs from its
+        memo may be one it wrote and had not recorded yet, rather than a person's edit."""
+        if not self.local.state_db.exists():
+            return False
+        with self._reading() as build:
+            return build.state.get_meta(UNFINISHED) is not None
+
     def settled_stats(self) -> dict[str, list[int]] | None:
         """The stat of every file the graph reads or writes, each as recorded with its hash, when
         the last build left every query settled and a stat is known for each; else None."""
@@ -215,3 +268,17 @@ class Engine:
             yield build
         finally:
             build.close(save=False)
+
+
+def _reached(memos: dict[str, Memo], roots: list[str]) -> dict[str, Memo]:
+    """The memos the roots reach through their recorded query reads."""
+    reached: dict[str, Memo] = {}
+    stack = list(roots)
+    while stack:
+        qid = stack.pop()
+        memo = memos.get(qid)
+        if memo is None or qid in reached:
+            continue
+        reached[qid] = memo
+        stack.extend(d for d, _ in flat(memo.deps) if not isinstance(d, FileRead))
+    return reached

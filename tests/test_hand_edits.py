@@ -1,0 +1,159 @@
+"""Hand edits are protected, as git protects local changes: `kbuild` refuses to overwrite a page
+edited by hand (exit 1, one line per page) unless `--force`, which keeps the overwritten text in
+.kbuild/overwritten/; `kbuild status` lists hand edits first."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import kbuild
+from kbuild.engine.buildlock import BuildLock
+
+KBUILDFILE = '''
+from kbuild.engine import rule
+
+@rule
+async def words(ctx, path):
+    return len(ctx.read_text(path).split())
+
+@rule
+async def page(ctx, path):
+    n = await ctx.query(words(path))
+    ctx.write(f"out/{path}.md", f"# {path}\\n\\n{n} words\\n")
+    return n
+
+def targets():
+    return [page("a.txt"), page("b.txt")]
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "Kbuildfile.py").write_text(KBUILDFILE)
+    (tmp_path / "a.txt").write_text("one two\n")
+    (tmp_path / "b.txt").write_text("three\n")
+    assert kbuild(tmp_path).exit_code == 0
+    return tmp_path
+
+
+def kept(root: Path) -> list[Path]:
+    folder = root / ".kbuild" / "overwritten"
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def test_a_build_refuses_to_overwrite_a_hand_edit_and_builds_nothing(project):
+    page = project / "out/b.txt.md"
+    page.write_text("my own notes\n")
+    (project / "a.txt").write_text("one two three four\n")
+    result = kbuild(project)
+    assert result.exit_code == 1
+    assert "edited by hand: out/b.txt.md" in result.output and "--force" in result.output
+    assert "Traceback" not in result.output
+    assert page.read_text() == "my own notes\n"
+    assert "2 words" in (project / "out/a.txt.md").read_text()  # nothing built: as git, all or nothing
+    assert kept(project) == []
+    assert kbuild(project, "build").exit_code == 1  # and again, until resolved
+
+
+def test_force_overwrites_and_keeps_the_text(project):
+    page = project / "out/b.txt.md"
+    page.write_text("my own notes\n")
+    result = kbuild(project, "build", "--force")
+    assert result.exit_code == 0, result.output
+    assert page.read_text() == "# b.txt\n\n1 words\n"
+    (copy,) = kept(project)
+    assert copy.read_text() == "my own notes\n"
+    assert copy.relative_to(project / ".kbuild/overwritten").as_posix().startswith("out/b.txt.md.")
+    assert f"its text is kept in {copy.relative_to(project).as_posix()}" in result.output
+    assert kbuild(project).exit_code == 0  # nothing edited any more
+
+
+def test_a_removed_page_is_written_again_without_asking(project):
+    (project / "out/a.txt.md").unlink()
+    result = kbuild(project)
+    assert result.exit_code == 0, result.output
+    assert (project / "out/a.txt.md").is_file() and kept(project) == []
+
+
+def test_a_page_left_with_conflict_markers_is_written_again(project):
+    page = project / "out/a.txt.md"
+    page.write_text("<<<<<<< HEAD\n# a.txt\n=======\n# a.txt!\n>>>>>>> other\n")
+    result = kbuild(project)
+    assert result.exit_code == 0, result.output
+    assert page.read_text() == "# a.txt\n\n2 words\n"
+    (copy,) = kept(project)
+    assert "<<<<<<< HEAD" in copy.read_text()
+
+
+def test_status_lists_hand_edits_first(project):
+    (project / "a.txt").write_text("one\n")  # a cause that sorts before the page
+    (project / "out/b.txt.md").write_text("my own notes\n")
+    result = kbuild(project, "status")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("out/b.txt.md: edited by hand")
+    assert any("a.txt" in line for line in lines[1:])
+
+
+def test_a_dry_run_still_says_what_would_run(project):
+    (project / "out/b.txt.md").write_text("my own notes\n")
+    result = kbuild(project, "build", "--dry-run")
+    assert result.exit_code == 0 and "out/b.txt.md" in result.output
+
+
+def test_another_build_holding_the_store_is_said_in_one_line(project):
+    (project / "a.txt").write_text("one two three\n")
+    with BuildLock(project / ".kbuild"):
+        result = kbuild(project)
+    assert result.exit_code == 3 and "another kbuild" in result.output and "Traceback" not in result.output
+
+
+def git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def test_pages_a_pull_brings_are_no_hand_edits_and_edits_after_it_are(project, tmp_path):
+    git(project, "init", "-q")
+    (project / ".gitignore").write_text(".kbuild/\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "store")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(project), str(clone))
+    assert kbuild(clone).exit_code == 0  # a local state, settled
+    (project / "a.txt").write_text("one two three four five\n")
+    assert kbuild(project).exit_code == 0
+    git(project, "commit", "-qam", "a.txt edited")
+    git(clone, "pull", "-q")
+    (clone / "out/b.txt.md").write_text("my own notes\n")
+    result = kbuild(clone)
+    assert result.exit_code == 1 and result.output.count("edited by hand:") == 1, result.output
+    assert "out/b.txt.md" in result.output  # not out/a.txt.md, which the pull brought
+    (clone / "out/b.txt.md").unlink()
+    result = kbuild(clone)
+    assert result.exit_code == 0, result.output
+    assert "5 words" in (clone / "out/a.txt.md").read_text()
+
+
+def test_after_a_killed_build_a_differing_page_is_written_again_and_kept(project):
+    """A build killed between writing a page and recording it leaves a page unlike its memo:
+    not told from an edit, so it is written again without asking, its text kept."""
+    from kbuild.engine.build import UNFINISHED
+    from kbuild.engine.state import State
+
+    state = State(project / ".kbuild" / "state.db")
+    state.set_meta(UNFINISHED, "1")
+    state.commit()
+    state.db.close()
+    (project / "out/b.txt.md").write_text("# b.txt\n\nwritten, not recorded\n")
+    result = kbuild(project)
+    assert result.exit_code == 0, result.output
+    assert "interrupted build" in result.output
+    assert (project / "out/b.txt.md").read_text() == "# b.txt\n\n1 words\n"
+    (copy,) = kept(project)
+    assert "not recorded" in copy.read_text()
+    (project / "out/b.txt.md").write_text("my own notes\n")
+    assert kbuild(project).exit_code == 1  # that build finished: edits are refused again
