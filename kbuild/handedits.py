@@ -13,12 +13,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .localstate import LocalState
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .engine import Engine, Query
 
-OVERWRITTEN = "overwritten"  # in the state folder
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 
 
@@ -55,10 +56,11 @@ def keep(engine: Engine, paths: list[str]) -> dict[str, Path]:
     kept: dict[str, Path] = {}
     for path in paths:
         source = engine.root / path
-        target = engine.state_dir / OVERWRITTEN / f"{path}.{stamp}"
+        folder = LocalState(engine.state_dir).overwritten
+        target = folder / f"{path}.{stamp}"
         n = 1
         while target.exists():
-            target = engine.state_dir / OVERWRITTEN / f"{path}.{stamp}-{n}"
+            target = folder / f"{path}.{stamp}-{n}"
             n += 1
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(source.read_bytes())
@@ -70,4 +72,4 @@ def refusal(paths: list[str], command: str) -> str:
     n = len(paths)
     return (f"refused: {n} page{'s' if n > 1 else ''} edited by hand would be overwritten; edit the sources "
             f"instead, restore or remove the page{'s' if n > 1 else ''}, or run `{command} --force` "
-            f"(the text is kept in .kbuild/{OVERWRITTEN}/)")
+            "(the text is kept in .kbuild/overwritten/)")

@@ -2,7 +2,8 @@
 
 The engine's files (state.db, cache/, build.lock) are named by `kbuild.engine.layout`; the rest
 are kbuild's logs, which `kbuild logs`, `kbuild search --misses` and `kbuild explain` read back.
-Everything here is rebuildable or disposable, which is why `kbuild clean` may delete it.
+Everything here is rebuildable or disposable, which is why `kbuild clean` may delete it, but the
+hand edits a forced build overwrote (`overwritten/`), which it keeps.
 """
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ class LocalState(StateFolder):
         return self.path / "fetch-problems.json"
 
     @property
+    def overwritten(self) -> Path:
+        """Pages edited by hand that `kbuild build --force` overwrote, kept to be recovered
+        (kbuild.handedits): a person's words, which `kbuild clean` keeps."""
+        return self.path / "overwritten"
+
+    @property
     def reports(self) -> Path:
         """The newest build reports, for `kbuild explain` (kbuild.reports)."""
         return self.path / "reports"
@@ -40,7 +47,8 @@ class LocalState(StateFolder):
     def clear(self, keep_cache: bool) -> None:
         """Delete everything here, with the call cache unless `keep_cache`; under the build lock,
         since a build running now would lose its state under it (BuildLocked says who holds it)."""
-        kept = {self.build_lock} | ({self.cache} if keep_cache else set())  # the lock file is held meanwhile
+        # the lock file is held meanwhile; overwritten hand edits are a person's, not rebuildable
+        kept = {self.build_lock, self.overwritten} | ({self.cache} if keep_cache else set())
         with BuildLock(self.path):
             for item in self.path.iterdir():
                 if item not in kept:
