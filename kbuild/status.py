@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .engine import Change, Engine, FileRead, Memo, Query, Reason, to_graph
+from .engine import Change, Engine, FileRead, Memo, Query, Reason, Rule, to_graph
 from .localstate import LocalState
 from .model.calllog import CallLog
 from .reports import LastRun, last_run
@@ -71,10 +71,18 @@ def is_hand_edit(engine: Engine, memo: Memo, path: str) -> bool:
     return memo.fingerprint != STALE_FINGERPRINT and not has_conflict_markers(data)
 
 
+def asks_a_model(rule: Rule) -> bool:
+    """Whether a rule's queries may cost a model call: it reads a backend that asks one (the
+    offline backend answers by code)."""
+    if "backend" not in rule.settings:
+        return False
+    return bool(getattr(getattr(rule.configuration, "backend", None), "asks_model", True))
+
+
 def estimate(engine: Engine, rules: list[str]) -> str:
     """At most how many model calls and tokens rebuilding queries of these rules costs: every
     query of a rule that asks the model, at the average size of the calls logged so far."""
-    calls = sum(1 for name in rules if (rule := engine.rules.get(name)) is not None and "backend" in rule.settings)
+    calls = sum(1 for name in rules if (rule := engine.rules.get(name)) is not None and asks_a_model(rule))
     if not calls:
         return "model calls: none expected"
     log = LocalState(engine.state_dir).call_log

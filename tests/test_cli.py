@@ -280,3 +280,15 @@ def test_a_long_build_in_a_log_prints_plain_progress_lines(monkeypatch):
     quiet = io.StringIO()
     progress.Progress(enabled=False, total=2, stream=quiet)("done", "q")
     assert quiet.getvalue() == ""
+
+
+def test_status_expects_no_model_call_of_the_offline_backend(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 3 tries.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 4 tries.\n")
+    status = kbuild(tmp_path, "status").output
+    assert "a.md changed" in status and "model calls: none expected" in status

@@ -317,6 +317,7 @@ class OfflineBackend:
     name = NAME
     label = LABEL
     notice: str | None = None  # why this backend answers, when nobody chose it: a build says so once
+    asks_model = False  # it answers by code: `kbuild status` expects no model call of it
 
     def params(self, task: str) -> dict[str, object]:
         return {"backend": NAME, "task": task}
