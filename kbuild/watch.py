@@ -24,12 +24,18 @@ from .engine.layout import FOLDER, LOCK_FILE
 IGNORED_DIRS = {FOLDER, ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
 
 
+def _is_code(path: Path) -> bool:
+    """The Kbuildfile and the rules it may import: what decides the rules, read by no query."""
+    return path.suffix == ".py" or path.name.endswith(".md") and "prompts" in path.parts
+
+
 def _stamp() -> str:
     return time.strftime("%H:%M:%S")
 
 
 def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str | None],
           outputs: Callable[[], dict[str, str]], inputs_in_output_folder: Callable[[], set[str]],
+          reads: Callable[[], set[str] | None], wait_for_other_build: Callable[[], bool],
           debounce_ms: int = 300, verbose: bool = False, settle_ms: int = 50, force: bool = False) -> None:
     """Build, then rebuild after each burst of changes, until interrupted.
 
@@ -61,8 +67,11 @@ def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str |
                 announced = True
             if not changes:
                 continue
+            if wait_for_other_build():  # its writes are its own, not hand edits: judged after it ends
+                click.echo(f"[{_stamp()}] waited for another kbuild to finish building this store")
             generated = outputs()
             edited.update(inputs_in_output_folder())
+            read = reads()  # None before the first build: then every change counts
             inputs, hand_edits = [], []
             for _, path in sorted(changes, key=lambda c: c[1]):
                 full = Path(path)
@@ -76,6 +85,8 @@ def watch(root: Path, output_folder: Path | None, build_once: Callable[[], str |
                     if recorded is not None and current != recorded:
                         hand_edits.append(rel)  # not written by the last build: a person did it
                     continue
+                if read is not None and rel not in read and rel not in edited and not _is_code(full):
+                    continue  # not an input of the build (a log, an editor's file): no rebuild for it
                 inputs.append(rel)
             for rel in hand_edits:
                 click.echo(f"[{_stamp()}] {rel} was edited by hand; " + (

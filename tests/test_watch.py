@@ -69,6 +69,11 @@ def test_watch_rebuilds_bursts_once_survives_a_broken_kbuildfile_and_stops_clean
         assert not [line for line in watcher.quiet(3) if "changed:" in line]
         assert "opens at 4" in (tmp_path / "kb/shop/facts/notes/text.md").read_text()
 
+        for n in range(3):  # a file no build reads (the watcher's own log, redirected): no build
+            (tmp_path / "watch.log").write_text(f"line {n}\n")
+            time.sleep(0.02)
+        assert not [line for line in watcher.quiet(3) if "changed:" in line]
+
         kbuildfile = tmp_path / "Kbuildfile.py"
         good = kbuildfile.read_text()
         kbuildfile.write_text(good + "\nthis is not python\n")
@@ -95,3 +100,30 @@ def test_watch_rebuilds_bursts_once_survives_a_broken_kbuildfile_and_stops_clean
     assert code == 0, watcher.seen
     with BuildLock(tmp_path / ".kbuild"):  # released
         pass
+
+
+def test_the_watcher_waits_for_another_build_to_finish(tmp_path):
+    from kbuild.engine.buildlock import wait_until_free
+
+    state = tmp_path / ".kbuild"
+    assert wait_until_free(state) is False  # no build ever ran here
+    released = threading.Event()
+    holding = threading.Event()
+
+    def other_build() -> None:
+        with BuildLock(state):
+            holding.set()
+            released.wait(30)
+
+    thread = threading.Thread(target=other_build)
+    thread.start()
+    holding.wait(30)
+    waiter = threading.Thread(target=lambda: results.append(wait_until_free(state)))
+    results: list[bool] = []
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive()  # still waiting while the other build holds the store
+    released.set()
+    waiter.join(30)
+    thread.join(30)
+    assert results == [True] and wait_until_free(state) is False

@@ -53,9 +53,23 @@ def watch(session: Session, debounce: int, settle: int, force: bool = False) -> 
     def outputs() -> dict[str, str]:
         return {p: h for m in last[0][1].memos().values() for p, h in m.outputs.items()} if last else {}
 
+    def reads() -> set[str] | None:
+        """Every file the last build read: what a change to is worth a build."""
+        from ..engine import FileRead
+
+        if not last:
+            return None
+        return {d.path for m in last[0][1].memos().values() for g in m.deps for d, _ in g if isinstance(d, FileRead)}
+
+    def wait_for_other_build() -> bool:
+        from ..engine.buildlock import wait_until_free
+        from ..engine.layout import FOLDER
+
+        return wait_until_free(first.root / FOLDER)
+
     def inputs_in_output_folder() -> set[str]:
         return last[0][0].inputs_in_output_folder() if last else set()
 
     output_folder = first.root / first.output_folder if first.output_folder else None
-    run_watch(first.root, output_folder, build_once, outputs, inputs_in_output_folder, debounce, session.verbose,
-              settle, force)
+    run_watch(first.root, output_folder, build_once, outputs, inputs_in_output_folder, reads, wait_for_other_build,
+              debounce, session.verbose, settle, force)

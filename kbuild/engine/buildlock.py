@@ -38,3 +38,22 @@ class BuildLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def wait_until_free(state_dir: Path) -> bool:
+    """Wait while another build holds the store's lock; whether there was one to wait for."""
+    path = StateFolder(state_dir).build_lock
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            waited = False
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other build ends (Ctrl-C still stops it)
+            waited = True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return waited
+    finally:
+        os.close(fd)
