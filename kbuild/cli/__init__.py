@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "context": ("lookup", "context", "Compose a context for a coding agent from the store, within a token budget."),
     "doctor": ("doctor", "doctor", "Check the setup, read-only: each line PASS, WARN or FAIL with what to do; "
                                    "exit 1 on FAIL."),
+    "eval": ("eval", "eval_command", "Recall at budget: the share of QUESTIONS whose answer regex is in the composed "
+                                     "context."),
     "explain": ("inspection", "explain", "Why a query or a generated file would rebuild, what it read and what "
                                          "reads it."),
     "graph": ("inspection", "graph", "Print the recorded dependency graph (edges point from a query to what it "
