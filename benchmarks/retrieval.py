@@ -1,0 +1,83 @@
+"""The search index against bm25s: load and query times over a synthetic store of sections.
+
+    python benchmarks/retrieval.py [SECTIONS]
+
+Sections of ~120 words drawn from a Zipf vocabulary of 30,000 words (a real store's shape: a
+few words everywhere, most rare); queries of 8 words. Reports, for kbuild's hand-written
+inverted index (kbuild/text/ranking.py, persisted as JSON) and for bm25s (if installed, saved
+and loaded memory-mapped): the time to build, to load from disk, the first query after loading
+and the mean of the next 50. bm25s is not a dependency: install it (and scipy) to compare.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from kbuild.text.ranking import InvertedIndex
+
+WORDS, LENGTH, QUERY = 30_000, 120, 8
+
+
+def corpus(n: int, rng: random.Random) -> list[list[str]]:
+    weights = [1 / (r + 1) for r in range(WORDS)]
+    vocab = [f"w{r}" for r in range(WORDS)]
+    return [rng.choices(vocab, weights, k=LENGTH) for _ in range(n)]
+
+
+def main(n: int) -> None:
+    rng = random.Random(19)
+    docs = corpus(n, rng)
+    queries = [rng.sample(rng.choice(docs), QUERY) for _ in range(51)]
+    print(f"{n:,} sections of {LENGTH} words, queries of {QUERY} words")
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        index = InvertedIndex.build([dict(Counter(d)) for d in docs])
+        path = Path(tmp) / "index.json"
+        path.write_text(json.dumps({"lengths": index.lengths, "postings": index.postings}))
+        built = time.perf_counter() - t
+        t = time.perf_counter()
+        data = json.loads(path.read_text())
+        loaded = InvertedIndex(data["lengths"], data["postings"])
+        load = time.perf_counter() - t
+        t = time.perf_counter()
+        loaded.scores(dict.fromkeys(queries[0], 1.0))
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        for q in queries[1:]:
+            found = loaded.scores(dict.fromkeys(q, 1.0))
+            sorted(found, key=found.__getitem__, reverse=True)[:40]
+        rest = (time.perf_counter() - t) / 50
+        print(f"inverted index  build {built:7.2f} s  load {load * 1000:8.1f} ms  first query {first * 1000:7.1f} ms  "
+              f"next {rest * 1000:7.1f} ms  ({path.stat().st_size / 1e6:.0f} MB)")
+        try:
+            import bm25s
+        except ImportError:
+            print("bm25s           not installed")
+            return
+        t = time.perf_counter()
+        retriever = bm25s.BM25(k1=1.2, b=0.75)
+        retriever.index(bm25s.tokenization.Tokenized(
+            ids=[[int(w[1:]) for w in d] for d in docs], vocab={f"w{r}": r for r in range(WORDS)}), show_progress=False)
+        retriever.save(Path(tmp) / "bm25s")
+        built = time.perf_counter() - t
+        t = time.perf_counter()
+        again = bm25s.BM25.load(Path(tmp) / "bm25s", mmap=True)
+        load = time.perf_counter() - t
+        t = time.perf_counter()
+        again.retrieve([queries[0]], k=40, show_progress=False)
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        for q in queries[1:]:
+            again.retrieve([q], k=40, show_progress=False)
+        rest = (time.perf_counter() - t) / 50
+        print(f"bm25s           build {built:7.2f} s  load {load * 1000:8.1f} ms  first query {first * 1000:7.1f} ms  "
+              f"next {rest * 1000:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
