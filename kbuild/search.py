@@ -1,6 +1,6 @@
 """Retrieval: the sections of the facts, ranked by BM25 over their own words, and a context cut to a budget.
 
-The build writes one index per project (kb/PROJECT/search-index.json, rules/search_index.py):
+The build writes one index per project (kb/PROJECT/search-index/, bm25s; rules/search_index.py):
 every fact cut into its sections, each indexed by its Original and Rewritten words, its
 breadcrumb and its fact's summary. A store built before that index existed is searched over its
 index lines, as before. Every lookup is logged in .kbuild/lookups.jsonl, so `kbuild search
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .text.ranking import InvertedIndex, query_terms, rank
+from .text.ranking import SectionIndex, query_terms, rank
 from .text.tokens import estimate_tokens
 from .store.pages import rewritten_part
 
@@ -58,41 +58,40 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
     return rows
 
 
-INDEX_FILE = "search-index.json"
+INDEX_FOLDER = "search-index"
 INDEX_FORMAT = 1
 
 
 class SearchIndex:
-    """One project's kb/PROJECT/search-index.json, loaded once per change of the file."""
+    """One project's kb/PROJECT/search-index/ (rules/search_index.py), loaded once per change."""
 
-    def __init__(self, path: Path) -> None:
-        data = json.loads(path.read_text("utf-8"))
+    def __init__(self, folder: Path) -> None:
+        data = json.loads((folder / "sections.json").read_text("utf-8"))
         if data.get("format") != INDEX_FORMAT:
-            raise ValueError(f"{path}: index format {data.get('format')}, not {INDEX_FORMAT}; run `kbuild`")
+            raise ValueError(f"{folder}: index format {data.get('format')}, not {INDEX_FORMAT}; run `kbuild`")
         self.docs: list[dict[str, object]] = data["docs"]
         self.abbreviations: dict[str, str] = data["abbreviations"]
-        self.index = InvertedIndex(data["lengths"], data["postings"])
+        self.index = SectionIndex(folder) if self.docs else None
 
     def ranked(self, query: str) -> list[tuple[float, dict[str, object], list[tuple[str, float]]]]:
         """(score, doc, why: each matched word with its share of the score), best first; ties
         in the order of the index, so a ranking is reproducible."""
-        weights = query_terms(query, self.abbreviations)
-        scores = self.index.scores(weights)
-        order = sorted(scores, key=lambda d: (-scores[d], d))
-        return [(scores[d], self.docs[d], self.index.explain(d, weights)) for d in order]
+        if self.index is None:
+            return []
+        return [(score, self.docs[d], why) for d, score, why in self.index.ranked(query_terms(query, self.abbreviations))]
 
 
-_loaded: dict[Path, tuple[tuple[int, int], SearchIndex]] = {}  # the MCP server asks many times
+_loaded: dict[Path, tuple[tuple[tuple[int, int], ...], SearchIndex]] = {}  # the MCP server asks many times
 
 
 def search_indexes(store: Path, project: str | None = None) -> list[SearchIndex]:
     found = []
-    for path in sorted((store / project).glob(INDEX_FILE) if project else store.glob(f"*/{INDEX_FILE}")):
-        stat = path.stat()
-        key = (stat.st_mtime_ns, stat.st_size)
+    pattern = f"{INDEX_FOLDER}/sections.json"
+    for path in sorted((store / project).glob(pattern) if project else store.glob(f"*/{pattern}")):
+        key = tuple((s.st_mtime_ns, s.st_size) for s in (p.stat() for p in sorted(path.parent.iterdir())))
         cached = _loaded.get(path)
         if cached is None or cached[0] != key:
-            cached = _loaded[path] = (key, SearchIndex(path))
+            cached = _loaded[path] = (key, SearchIndex(path.parent))
         found.append(cached[1])
     return found
 
@@ -165,15 +164,16 @@ def _section_text(root: Path, doc: dict[str, object]) -> str:
 
 
 def compose(store: Path, root: Path, question: str, budget: int, project: str | None = None,
-            candidates: int = 40) -> tuple[list[Section], list[Section], list[str]]:
+            candidates: int = 0) -> tuple[list[Section], list[Section], list[str]]:
     """A context for an agent: the sections of the facts that match, best first, each kept whole
     while it fits the budget; then the next ones as their one-line summaries while they fit. The
     budget is a hard limit on everything `render_context` prints (its heading, every section,
     the "Also relevant" heading and every line under it). Every link is a path from the
     repository root. Deterministic. Returns (kept, summarised, trace lines)."""
+    candidates = candidates or max(40, budget // 100)  # enough sections to fill the budget, a few hundred tokens each
     rows = [r for r in ranked_docs(store, question, project) if r[1].get("kind") == "section"][:candidates]
     if not rows and not search_indexes(store, project):
-        return _compose_over_index_lines(store, root, question, budget, project, candidates)
+        return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))
     used = estimate_tokens(HEADER.format(question=question))
     kept: list[Section] = []
     rest: list[Section] = []

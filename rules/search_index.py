@@ -1,6 +1,6 @@
 """The search index: every fact cut into its sections, each indexed by its own words (the
-Original and the Rewritten), its breadcrumb and its fact's summary; persisted per project as
-kb/PROJECT/search-index.json, which `kbuild search`, `kbuild context` and the MCP server read.
+Original and the Rewritten), its breadcrumb and its fact's summary; persisted per project in
+kb/PROJECT/search-index/ (bm25s), which `kbuild search`, `kbuild context` and the MCP server read.
 
 A query like any other, so it is incremental: `source_sections` reads one source's facts (their
 chunks, rewrites and summaries) and is cut off when its sections did not change; `search_index`
@@ -12,11 +12,12 @@ import json
 import re
 from collections import Counter
 from dataclasses import replace
+from importlib.metadata import version
 from typing import Any
 
 from kbuild.engine import Context, QueryFailed, rule
 from kbuild.slicing import slice_text
-from kbuild.text.ranking import InvertedIndex, defined_abbreviations, tokens
+from kbuild.text.ranking import build_index, defined_abbreviations, tokens
 from kbuild.text.tokens import estimate_tokens
 
 from .facts import chunk, chunk_summary, chunks, fact, rewrite, text
@@ -135,25 +136,22 @@ async def source_sections(ctx: Context, project: str, source: str) -> dict[str, 
             "abbreviations": defined_abbreviations(doc.text), "sections": sections}
 
 
-def index_file(store: Any, project: str) -> str:
-    return f"{store.project(project)}/search-index.json"
+def index_folder(store: Any, project: str) -> str:
+    return f"{store.project(project)}/search-index"
 
 
-def render_index(docs: list[dict[str, Any]], index: InvertedIndex, abbreviations: dict[str, str]) -> str:
-    """The index as JSON, one section and one term a line, so a rebuilt index shows in `git diff`
-    as the lines of the sections and words that changed."""
-    parts = [f'{{"format": {FORMAT},\n"abbreviations": {json.dumps(abbreviations, sort_keys=True)},\n"lengths": '
-             f"{json.dumps(index.lengths)},\n\"docs\": [\n"]
-    parts.append(",\n".join(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in docs))
-    parts.append('\n],\n"postings": {\n')
-    parts.append(",\n".join(f"{json.dumps(t, ensure_ascii=False)}: {json.dumps(p)}" for t, p in index.postings.items()))
-    parts.append("\n}}\n")
-    return "".join(parts)
+def render_sections(docs: list[dict[str, Any]], abbreviations: dict[str, str]) -> str:
+    """sections.json: the sections in the index's order, one a line, so a rebuilt index shows in
+    `git diff` as the lines of the sections that changed."""
+    return (f'{{"format": {FORMAT},\n"abbreviations": {json.dumps(abbreviations, sort_keys=True)},\n"docs": [\n'
+            + ",\n".join(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in docs) + "\n]}\n")
 
 
-@rule(version=1, uses=(index_file, render_index, "kbuild.text.ranking"), settings=("store",))
+@rule(version=1, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
+      params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
-    """kb/PROJECT/search-index.json from its sources' sections; the number of sections."""
+    """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
+    the bm25s index over their words; the number of sections."""
     outline = await ctx.query(project_outline(project))
     got = await ctx.query_all([source_sections(project, s) for s in outline.sources], return_failures=True)
     docs, counts, abbreviations = [], [], {}
@@ -162,7 +160,11 @@ async def search_index(ctx: Context, project: str) -> int:
             continue
         abbreviations.update(found["abbreviations"])
         for section in found["sections"]:
-            counts.append(section["counts"])
+            counts.append(section["counts"] or {"_": 1})
             docs.append({k: v for k, v in section.items() if k != "counts"} | {"source_index": found["source_index"]})
-    ctx.write(index_file(ctx.settings.store, project), render_index(docs, InvertedIndex.build(counts), abbreviations))
+    folder = index_folder(ctx.settings.store, project)
+    ctx.write(f"{folder}/sections.json", render_sections(docs, abbreviations))
+    if docs:
+        for name, data in build_index(counts).items():
+            ctx.write(f"{folder}/{name}", data)
     return len(docs)

@@ -83,3 +83,25 @@ def test_doctor_clean_graph_around_a_page_and_the_harness_block(store):
     assert kbuild(store, "check").exit_code == 0  # the lock alone still answers
     kbuildfile.write_text("raise SystemExit(3)\n")
     assert kbuild(store, "doctor").exit_code == 1
+
+
+def test_an_abbreviation_finds_the_spelled_out_term():
+    from kbuild.text.ranking import defined_abbreviations, query_terms
+
+    assert defined_abbreviations("Each Service Level Agreement (SLA) holds. The time to live (TTL) is") == {
+        "sla": "service level agreement", "ttl": "time to live"}
+    terms = query_terms("what is the SLA for env vars?", {"sla": "service level agreement"})
+    assert {"servic", "level", "agreement", "environ", "variabl"} <= set(terms) and "what" not in terms
+    assert terms["environ"] > terms["env"]  # a text spells the term out more often than it abbreviates it
+
+
+def test_the_build_writes_the_search_index_and_an_edit_reindexes_one_source(store):
+    index = store / "kb/shop/search-index/sections.json"
+    assert index.is_file() and (store / "kb/shop/search-index/vocab.index.json").is_file()
+    before = index.read_text()
+    (store / "hours.md").write_text("# Hours\n\nThe shop opens at ten. It closes at six on weekdays.\n")
+    report = kbuild(store, "-v").output
+    assert 'source_sections("shop","hours")' in report and 'source_sections("shop","payments")' not in report
+    assert index.read_text() != before
+    assert kbuild(store, "search", "when does the shop open").output.splitlines()[0].endswith("kb/shop/facts/hours/hours.md")
+    assert kbuild(store, "check").exit_code == 0
