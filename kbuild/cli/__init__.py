@@ -38,7 +38,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                    "cache answered."),
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
-    "search": ("lookup", "search_command", "BM25 over every index line (the summaries); every lookup is logged."),
+    "search": ("lookup", "search_command", "BM25 over the sections of the facts and their summaries (the index the build "
+                                           "writes), then the other index lines; every lookup is logged."),
     "show": ("lookup", "show", "Print a page with its parent and children, to walk the store up and down."),
     "spec": ("sources", "spec", "Specs: what a coding agent implements, written from a view."),
     "status": ("inspection", "status", "What is stale, grouped by what changed, and what a build would run."),
