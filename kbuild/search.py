@@ -66,19 +66,29 @@ class SearchIndex:
     """One project's kb/PROJECT/search-index/ (rules/search_index.py), loaded once per change."""
 
     def __init__(self, folder: Path) -> None:
-        data = json.loads((folder / "sections.json").read_text("utf-8"))
-        if data.get("format") != INDEX_FORMAT:
-            raise ValueError(f"{folder}: index format {data.get('format')}, not {INDEX_FORMAT}; run `kbuild`")
-        self.docs: list[dict[str, object]] = data["docs"]
-        self.abbreviations: dict[str, str] = data["abbreviations"]
-        self.index = SectionIndex(folder) if self.docs else None
+        # sections.json holds one section a line (rules/search_index.py): a section is parsed
+        # when a query ranks it, not when the index loads (at 100,000 sections, parsing them
+        # all would cost more than the query).
+        lines = (folder / "sections.json").read_text("utf-8").split("\n")
+        if lines[0] != f'{{"format": {INDEX_FORMAT},' or lines[2] != '"docs": [':
+            raise ValueError(f"{folder}/sections.json is not index format {INDEX_FORMAT}; run `kbuild`")
+        self.abbreviations: dict[str, str] = json.loads(lines[1].removeprefix('"abbreviations": ').rstrip(","))
+        self._lines = [line for line in lines[3:] if line.startswith("{")]
+        self._docs: dict[int, dict[str, object]] = {}
+        self.index = SectionIndex(folder) if self._lines else None
+
+    def doc(self, n: int) -> dict[str, object]:
+        found = self._docs.get(n)
+        if found is None:
+            found = self._docs[n] = json.loads(self._lines[n].rstrip(","))
+        return found
 
     def ranked(self, query: str) -> list[tuple[float, dict[str, object], list[tuple[str, float]]]]:
         """(score, doc, why: each matched word with its share of the score), best first; ties
         in the order of the index, so a ranking is reproducible."""
         if self.index is None:
             return []
-        return [(score, self.docs[d], why) for d, score, why in self.index.ranked(query_terms(query, self.abbreviations))]
+        return [(score, self.doc(d), why) for d, score, why in self.index.ranked(query_terms(query, self.abbreviations))]
 
 
 _loaded: dict[Path, tuple[tuple[tuple[int, int], ...], SearchIndex]] = {}  # the MCP server asks many times
