@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 Answer = dict[str, Any]
 
-SEARCH = "kbuild.search/1"
+SEARCH = "kbuild.search/2"
 MISSES = "kbuild.misses/1"
-CONTEXT = "kbuild.context/1"
+CONTEXT = "kbuild.context/2"
 SHOW = "kbuild.show/1"
 DOCTOR = "kbuild.doctor/1"
 EXPLAIN = "kbuild.explain/1"

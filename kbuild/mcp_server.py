@@ -178,7 +178,7 @@ def server(store: Store) -> MCPServer:
                project: Project = None,
                limit: Annotated[int, Field(description="how many hits at most")] = 5) -> dict[str, Any]:
         """BM25 over every index line of the store (the pages' one-line summaries): the best pages
-        first, each with its id (path from the repository root). Schema kbuild.search/1."""
+        first, each with its id (path from the repository root). Schema kbuild.search/2."""
         return answer(store.search, query, project, limit)
 
     @app.tool(annotations=read_only)
@@ -187,7 +187,7 @@ def server(store: Store) -> MCPServer:
                 project: Project = None) -> dict[str, Any]:
         """A context for the question: the facts that match, grouped by section and kept whole
         until the token budget is spent, the rest as one-line summaries. `text` is the Markdown;
-        `sections` and `summaries` name the pages. Schema kbuild.context/1."""
+        `sections` and `summaries` name the pages. Schema kbuild.context/2."""
         return answer(store.context, question, budget, project)
 
     @app.tool(annotations=read_only)

@@ -1,7 +1,10 @@
-"""Retrieval over the store's index lines (the summaries), the first rung of progressive disclosure.
+"""Retrieval: the sections of the facts, ranked by BM25 over their own words, and a context cut to a budget.
 
-BM25 (rank-bm25) over stemmed words (snowballstemmer). Every lookup is logged in
-.kbuild/lookups.jsonl, so `kbuild search --misses` can show what the store failed to answer.
+The build writes one index per project (kb/PROJECT/search-index/, bm25s; rules/search_index.py):
+every fact cut into its sections, each indexed by its Original and Rewritten words, its
+breadcrumb and its fact's summary. A store built before that index existed is searched over its
+index lines, as before. Every lookup is logged in .kbuild/lookups.jsonl, so `kbuild search
+--misses` can show what the store failed to answer.
 """
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ import json
 import os
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .text.ranking import rank
+from .text.ranking import SectionIndex, query_terms, rank
 from .text.tokens import estimate_tokens
 from .store.pages import rewritten_part
 
@@ -55,10 +58,82 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
     return rows
 
 
+INDEX_FOLDER = "search-index"
+INDEX_FORMAT = 1
+
+
+class SearchIndex:
+    """One project's kb/PROJECT/search-index/ (rules/search_index.py), loaded once per change."""
+
+    def __init__(self, folder: Path) -> None:
+        # sections.json holds one section a line (rules/search_index.py): a section is parsed
+        # when a query ranks it, not when the index loads (at 100,000 sections, parsing them
+        # all would cost more than the query).
+        lines = (folder / "sections.json").read_text("utf-8").split("\n")
+        if lines[0] != f'{{"format": {INDEX_FORMAT},' or lines[2] != '"docs": [':
+            raise ValueError(f"{folder}/sections.json is not index format {INDEX_FORMAT}; run `kbuild`")
+        self.abbreviations: dict[str, str] = json.loads(lines[1].removeprefix('"abbreviations": ').rstrip(","))
+        self._lines = [line for line in lines[3:] if line.startswith("{")]
+        self._docs: dict[int, dict[str, object]] = {}
+        self.index = SectionIndex(folder) if self._lines else None
+
+    def doc(self, n: int) -> dict[str, object]:
+        found = self._docs.get(n)
+        if found is None:
+            found = self._docs[n] = json.loads(self._lines[n].rstrip(","))
+        return found
+
+    def ranked(self, query: str) -> list[tuple[float, dict[str, object], list[tuple[str, float]]]]:
+        """(score, doc, why: each matched word with its share of the score), best first; ties
+        in the order of the index, so a ranking is reproducible."""
+        if self.index is None:
+            return []
+        return [(score, self.doc(d), why) for d, score, why in self.index.ranked(query_terms(query, self.abbreviations))]
+
+
+_loaded: dict[Path, tuple[tuple[tuple[int, int], ...], SearchIndex]] = {}  # the MCP server asks many times
+
+
+def search_indexes(store: Path, project: str | None = None) -> list[SearchIndex]:
+    found = []
+    pattern = f"{INDEX_FOLDER}/sections.json"
+    for path in sorted((store / project).glob(pattern) if project else store.glob(f"*/{pattern}")):
+        key = tuple((s.st_mtime_ns, s.st_size) for s in (p.stat() for p in sorted(path.parent.iterdir())))
+        cached = _loaded.get(path)
+        if cached is None or cached[0] != key:
+            cached = _loaded[path] = (key, SearchIndex(path.parent))
+        found.append(cached[1])
+    return found
+
+
+def ranked_docs(store: Path, query: str, project: str | None = None
+                ) -> list[tuple[float, dict[str, object], list[tuple[str, float]]]]:
+    merged = [row for index in search_indexes(store, project) for row in index.ranked(query)]
+    return sorted(merged, key=lambda r: -r[0])  # stable: ties keep each index's own order
+
+
+def _line(doc: dict[str, object]) -> str:
+    crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
+    return f"- [{crumb}]({doc['page']}): {doc['line']}"
+
+
 def search(store: Path, root: Path, query: str, project: str | None = None, limit: int = 5) -> list[Hit]:
-    rows = index_lines(store, root, project)
-    ranked = rank([line for _, _, line in rows], query)
-    return [Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2]) for i, score in ranked[:limit]]
+    """The pages best matching `query`: fact pages by their best section or summary, then (or,
+    in a store with no search index yet, only) the index lines of the other pages, views and specs."""
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for score, doc, _ in ranked_docs(store, query, project):
+        page = str(doc["page"])
+        if page not in seen:
+            seen.add(page)
+            hits.append(Hit(round(score, 3), page, str(doc.get("source_index", "")), _line(doc)))
+    if len(hits) < limit:
+        rows = [r for r in index_lines(store, root, project) if not (seen and "/facts/" in r[1])]
+        for i, score in rank([line for _, _, line in rows], query):
+            if rows[i][1] not in seen:
+                seen.add(rows[i][1])
+                hits.append(Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2]))
+    return hits[:limit]
 
 
 def log_lookup(log: Path, query: str, project: str | None, hits: list[Hit]) -> None:
@@ -78,61 +153,103 @@ def misses(log: Path) -> list[dict[str, object]]:
 
 @dataclass
 class Section:
-    key: str  # source index and heading: what the facts have in common
+    key: str  # the breadcrumb and where the words stand
     score: float
-    hits: list[Hit]
-    text: str = ""
-    tokens: int = 0
+    hits: list[Hit]  # the page it is drawn from, with its one-line summary
+    text: str = ""  # as printed
+    tokens: int = 0  # of `text` as printed
+    why: list[tuple[str, float]] = field(default_factory=list)  # each matched word with its share of the score
+
+
+HEADER = "# Context: {question}\n\n"
+ALSO = "## Also relevant (summaries)\n\n"
+GAP = ("Nothing in the store speaks to this: a gap. Add a source that does (`kbuild add`), rather than guessing.\n")
+
+
+def _section_text(root: Path, doc: dict[str, object]) -> str:
+    lines = (root / str(doc["text"])).read_text("utf-8", errors="replace").split("\n")
+    body = "\n".join(lines[int(doc["start"]) - 1:int(doc["end"])]).strip("\n")  # type: ignore[call-overload]
+    crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
+    return f"## {crumb}\n\nFrom [{Path(str(doc['page'])).stem}]({doc['page']}), text.md lines {doc['start']}-{doc['end']}:\n\n{body}\n\n"
 
 
 def compose(store: Path, root: Path, question: str, budget: int, project: str | None = None,
-            candidates: int = 40) -> tuple[list[Section], list[Section], list[str]]:
-    """A context for an agent: the facts that match, grouped into sections by source and heading,
-    sections ranked, kept whole until the budget is spent (the section that crosses it is the
-    only overflow), the rest as their one-line summaries. Deterministic. Returns (kept, summarised,
-    trace lines)."""
-    hits = [h for h in search(store, root, question, project, candidates) if "/facts/" in h.page
-            and not h.page.endswith("/index.md")]
-    sections: dict[str, Section] = {}
-    for hit in hits:
-        slug = Path(hit.page).stem
-        heading = re.sub(r"-\d+$", "", slug)  # a section's chunks share the heading's slug
-        key = f"{hit.index} § {heading}"
-        section = sections.setdefault(key, Section(key, 0.0, []))
-        section.hits.append(hit)
-        section.score = max(section.score, hit.score)
-    ranked = sorted(sections.values(), key=lambda s: (-s.score, s.key))
+            candidates: int = 0) -> tuple[list[Section], list[Section], list[str]]:
+    """A context for an agent: the sections of the facts that match, best first, each kept whole
+    while it fits the budget; then the next ones as their one-line summaries while they fit. The
+    budget is a hard limit on everything `render_context` prints (its heading, every section,
+    the "Also relevant" heading and every line under it). Every link is a path from the
+    repository root. Deterministic. Returns (kept, summarised, trace lines)."""
+    candidates = candidates or max(40, budget // 100)  # enough sections to fill the budget, a few hundred tokens each
+    rows = [r for r in ranked_docs(store, question, project) if r[1].get("kind") == "section"][:candidates]
+    if not rows and not search_indexes(store, project):
+        return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))
+    used = estimate_tokens(HEADER.format(question=question))
     kept: list[Section] = []
-    summarised: list[Section] = []
-    used = 0
+    rest: list[Section] = []
     trace = []
-    for section in ranked:
-        pages = sorted({h.page for h in section.hits})
-        section.text = "\n\n".join(_rewritten(root / p, p) for p in pages)
+    for score, doc, why in rows:
+        crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
+        section = Section(f"{crumb} ({doc['page']}, text.md lines {doc['start']}-{doc['end']})", round(score, 3),
+                          [Hit(round(score, 3), str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why)
+        section.text = _section_text(root, doc)
         section.tokens = estimate_tokens(section.text)
-        if used < budget:
+        because = ", ".join(f"{word} {share:.1f}" for word, share in why[:6])
+        if used + section.tokens <= budget:
             kept.append(section)
             used += section.tokens
-            trace.append(f"kept   {section.score:6.2f} {section.tokens:6} tokens  {section.key}")
+            trace.append(f"kept   {section.score:6.2f} {section.tokens:5} tokens  {section.key}: matched {because}")
         else:
+            rest.append(section)
+            section.why = why
+    summarised: list[Section] = []
+    if rest and used + estimate_tokens(ALSO) < budget:
+        used += estimate_tokens(ALSO)
+        for section in rest:
+            cost = estimate_tokens(section.hits[0].line + "\n")
+            if used + cost > budget:
+                trace.append(f"left   {section.score:6.2f} {section.tokens:5} tokens  {section.key} (not even its line fits)")
+                continue
+            used += cost
             summarised.append(section)
-            trace.append(f"summed {section.score:6.2f} {section.tokens:6} tokens  {section.key} (over the budget)")
-    trace.append(f"{used} tokens kept of a budget of {budget}")
+            trace.append(f"line   {section.score:6.2f} {section.tokens:5} tokens  {section.key} (whole, it would cross the budget)")
+        if not summarised:
+            used -= estimate_tokens(ALSO)
+    trace.append(f"{used} tokens printed of a budget of {budget}")
     return kept, summarised, trace
 
 
-def _rewritten(page: Path, rel: str) -> str:
-    body = rewritten_part(page.read_text("utf-8", errors="replace"))
-    return f"From [{rel}]({rel}):\n\n{body}"
+def _compose_over_index_lines(store: Path, root: Path, question: str, budget: int, project: str | None,
+                              candidates: int) -> tuple[list[Section], list[Section], list[str]]:
+    """For a store built before the search index: whole fact pages by their index lines."""
+    hits = [h for h in search(store, root, question, project, candidates) if "/facts/" in h.page
+            and not h.page.endswith("/index.md")]
+    used = estimate_tokens(HEADER.format(question=question))
+    kept: list[Section] = []
+    summarised: list[Section] = []
+    trace = []
+    for hit in hits:
+        body = rewritten_part((root / hit.page).read_text("utf-8", errors="replace"))
+        section = Section(hit.page, hit.score, [hit], f"From [{hit.page}]({hit.page}):\n\n{body}\n\n")
+        section.tokens = estimate_tokens(section.text)
+        if used + section.tokens <= budget:
+            kept.append(section)
+            used += section.tokens
+            trace.append(f"kept   {hit.score:6.2f} {section.tokens:5} tokens  {hit.page} (index line)")
+        elif used + estimate_tokens(ALSO) * (not summarised) + estimate_tokens(hit.line + "\n") <= budget:
+            used += estimate_tokens(ALSO) * (not summarised) + estimate_tokens(hit.line + "\n")
+            summarised.append(section)
+            trace.append(f"line   {hit.score:6.2f} {section.tokens:5} tokens  {hit.page} (index line)")
+    trace.append(f"{used} tokens printed of a budget of {budget}")
+    return kept, summarised, trace
 
 
 def render_context(question: str, kept: list[Section], summarised: list[Section]) -> str:
     """The context `compose` chose, as Markdown: what `kbuild context` prints and the MCP tool answers."""
-    if not kept:
-        return (f"# Context: {question}\n\nNothing in the store speaks to this: a gap. "
-                "Add a source that does (`kbuild add`), rather than guessing.\n")
-    parts = [f"# Context: {question}\n\n"] + [section.text + "\n\n" for section in kept]
+    if not kept and not summarised:
+        return HEADER.format(question=question) + GAP
+    parts = [HEADER.format(question=question)] + [section.text for section in kept]
     if summarised:
-        parts.append("## Also relevant (summaries)\n\n")
-        parts += [hit.line + "\n" for section in summarised for hit in section.hits]
+        parts.append(ALSO)
+        parts += [section.hits[0].line + "\n" for section in summarised]
     return "".join(parts)

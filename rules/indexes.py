@@ -19,6 +19,7 @@ from .guard import plain_text_failures
 from .pages import write_page
 from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
+from .search_index import search_index
 from .summaries import source_summary
 from .values import Made, ProjectIndex, SourceIndex
 from .specs import spec_page
@@ -112,7 +113,7 @@ async def artifacts(ctx: Context, project: str) -> Made:
     return Made(views=built(views), specs=built(specs))
 
 
-@rule(version=2, uses=(complete,), settings=("store", "label"), returns=ProjectIndex)
+@rule(version=3, uses=(complete,), settings=("store", "label"), returns=ProjectIndex)
 async def project_index(ctx: Context, project: str) -> ProjectIndex:
 
 
@@ -123,6 +124,7 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
     got = complete(ctx, await ctx.query_all([*(raw(project, s) for s in ids), *(source_index(project, s) for s in ids),
                                              abstract(project), artifacts(project)], return_failures=True))
     raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
+    await ctx.query_all([search_index(project)], return_failures=True)  # kb/PROJECT/search-index.json, for search
     if isinstance(summary, QueryFailed):
         summary = "(no abstract: a source of this project failed; run `kbuild` to see why)"
     title = listed.title or project

@@ -1,6 +1,7 @@
 """Search over the index lines, progressive disclosure with show, and the lookup log."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -42,16 +43,21 @@ def test_every_lookup_is_logged_and_misses_are_listed(store):
 
 
 def test_context_respects_the_budget_traces_drops_and_says_gap(store):
-    result = kbuild(store, "context", "refund requests and payments", "--budget", "10", "--trace")
+    from kbuild.text.tokens import estimate_tokens
+
+    result = kbuild(store, "context", "refund requests and payments", "--budget", "100", "--trace")
     assert result.exit_code == 0
     out = result.output
     assert out.startswith("# Context: refund requests and payments")
     kept = [line for line in out.splitlines() if line.startswith("kept ")]
-    summed = [line for line in out.splitlines() if line.startswith("summed ")]
-    assert len(kept) == 1 and summed  # the first section crosses the tiny budget; the rest are summaries
+    lines = [line for line in out.splitlines() if line.startswith("line ")]
+    assert kept and lines and all("matched" in line for line in kept)  # the trace says why
     assert "## Also relevant (summaries)" in out
-    again = kbuild(store, "context", "refund requests and payments", "--budget", "10")
-    assert again.output == kbuild(store, "context", "refund requests and payments", "--budget", "10").output  # deterministic
+    printed = kbuild(store, "context", "refund requests and payments", "--budget", "100").output
+    assert estimate_tokens(printed) <= 100  # a hard limit, the summary lines included
+    links = re.findall(r"\]\(([^)]+)\)", printed)
+    assert links and all((store / link).is_file() for link in links)  # every link resolves from the root
+    assert printed == kbuild(store, "context", "refund requests and payments", "--budget", "100").output  # deterministic
     gap = kbuild(store, "context", "quantum teleportation").output
     assert "a gap" in gap
 
@@ -77,3 +83,25 @@ def test_doctor_clean_graph_around_a_page_and_the_harness_block(store):
     assert kbuild(store, "check").exit_code == 0  # the lock alone still answers
     kbuildfile.write_text("raise SystemExit(3)\n")
     assert kbuild(store, "doctor").exit_code == 1
+
+
+def test_an_abbreviation_finds_the_spelled_out_term():
+    from kbuild.text.ranking import defined_abbreviations, query_terms
+
+    assert defined_abbreviations("Each Service Level Agreement (SLA) holds. The time to live (TTL) is") == {
+        "sla": "service level agreement", "ttl": "time to live"}
+    terms = query_terms("what is the SLA for env vars?", {"sla": "service level agreement"})
+    assert {"servic", "level", "agreement", "environ", "variabl"} <= set(terms) and "what" not in terms
+    assert terms["environ"] > terms["env"]  # a text spells the term out more often than it abbreviates it
+
+
+def test_the_build_writes_the_search_index_and_an_edit_reindexes_one_source(store):
+    index = store / "kb/shop/search-index/sections.json"
+    assert index.is_file() and (store / "kb/shop/search-index/vocab.index.json").is_file()
+    before = index.read_text()
+    (store / "hours.md").write_text("# Hours\n\nThe shop opens at ten. It closes at six on weekdays.\n")
+    report = kbuild(store, "-v").output
+    assert 'source_sections("shop","hours")' in report and 'source_sections("shop","payments")' not in report
+    assert index.read_text() != before
+    assert kbuild(store, "search", "when does the shop open").output.splitlines()[0].endswith("kb/shop/facts/hours/hours.md")
+    assert kbuild(store, "check").exit_code == 0

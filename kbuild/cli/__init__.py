@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "context": ("lookup", "context", "Compose a context for a coding agent from the store, within a token budget."),
     "doctor": ("doctor", "doctor", "Check the setup, read-only: each line PASS, WARN or FAIL with what to do; "
                                    "exit 1 on FAIL."),
+    "eval": ("eval", "eval_command", "Recall at budget: the share of QUESTIONS whose answer regex is in the composed "
+                                     "context."),
     "explain": ("inspection", "explain", "Why a query or a generated file would rebuild, what it read and what "
                                          "reads it."),
     "graph": ("inspection", "graph", "Print the recorded dependency graph (edges point from a query to what it "
@@ -40,7 +42,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
     "remove": ("sources", "remove", "Take a source out of kb/PROJECT/sources.yml; the next build removes its pages."),
-    "search": ("lookup", "search_command", "BM25 over every index line (the summaries); every lookup is logged."),
+    "search": ("lookup", "search_command", "BM25 over the sections of the facts and their summaries (the index the build "
+                                           "writes), then the other index lines; every lookup is logged."),
     "show": ("lookup", "show", "Print a page with its parent and children, to walk the store up and down."),
     "spec": ("sources", "spec", "Specs: what a coding agent implements, written from a view."),
     "status": ("inspection", "status", "What is stale, grouped by what changed, and what a build would run."),

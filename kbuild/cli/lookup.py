@@ -20,7 +20,7 @@ from .session import WRONG, KbuildError, Session, pass_session
 @pass_session
 def search_command(session: Session, query: str | None, project: str | None, limit: int, open_best: bool,
                    misses: bool, as_json: bool) -> None:
-    """BM25 over every index line (the summaries); every lookup is logged.
+    """BM25 over the sections of the facts and their summaries (the index the build writes), then the other index lines; every lookup is logged.
 
     Example: kbuild search "how long do refunds take" --open
     """
@@ -60,8 +60,8 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 @click.command(cls=JsonCommand)
 @click.argument("question")
 @click.option("--project", help="Draw on one project only.")
-@click.option("--budget", default=4000, show_default=True, help="Tokens the context may use (one section may overflow it).")
-@click.option("--trace", is_flag=True, help="Print the ranking, token counts and what was left out.")
+@click.option("--budget", default=4000, show_default=True, help="Tokens the context may print, everything counted.")
+@click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and matched words.")
 @json_option
 @pass_session
 def context(session: Session, question: str, project: str | None, budget: int, trace: bool, as_json: bool) -> None:

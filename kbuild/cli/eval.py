@@ -1,0 +1,34 @@
+"""`kbuild eval`: recall of `kbuild context` at token budgets, over a file of questions."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .jsonout import JsonCommand, emit, json_option
+from .session import Session, pass_session
+
+
+@click.command("eval", cls=JsonCommand)
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--project", help="Draw on one project only.")
+@click.option("--budget", "budgets", type=int, multiple=True,
+              help="A token budget (repeatable; default 2,500, 5,000, 10,000 and 15,000).")
+@click.option("--no-misses", is_flag=True, help="Print the table only.")
+@json_option
+@pass_session
+def eval_command(session: Session, questions: Path, project: str | None, budgets: tuple[int, ...],
+                 no_misses: bool, as_json: bool) -> None:
+    """Recall at budget: the share of QUESTIONS whose answer regex is in the composed context.
+
+    Example: kbuild eval tests/data/retrieval-questions.json
+    """
+    from ..evaluate import BUDGETS, eval_answer, evaluate, load_questions, render_report
+    from ..search import store_folder
+
+    spec, _ = session.load()
+    results = evaluate(store_folder(spec), spec.root, load_questions(questions), budgets or BUDGETS, project)
+    if as_json:
+        emit(eval_answer(results))
+        return
+    click.echo(render_report(results, misses=not no_misses), nl=False)

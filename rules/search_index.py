@@ -1,0 +1,170 @@
+"""The search index: every fact cut into its sections, each indexed by its own words (the
+Original and the Rewritten), its breadcrumb and its fact's summary; persisted per project in
+kb/PROJECT/search-index/ (bm25s), which `kbuild search`, `kbuild context` and the MCP server read.
+
+A query like any other, so it is incremental: `source_sections` reads one source's facts (their
+chunks, rewrites and summaries) and is cut off when its sections did not change; `search_index`
+only merges the term counts of its project's sources and writes the file.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import replace
+from importlib.metadata import version
+from typing import Any
+
+from kbuild.engine import Context, QueryFailed, rule
+from kbuild.slicing import slice_text
+from kbuild.text.ranking import build_index, defined_abbreviations, tokens
+from kbuild.text.tokens import estimate_tokens
+
+from .facts import chunk, chunk_summary, chunks, fact, rewrite, text
+from .sources import project_outline
+
+SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a section: cut at headings, a long one at paragraphs
+HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
+FORMAT = 1  # of search-index.json; kbuild/search.py refuses another
+
+
+def _plain(line: str) -> str:
+    return re.sub(r"[*_`#]+", "", line).strip().lower()
+
+
+def rewritten_sections(rewritten: str, headings: list[str]) -> dict[str, str]:
+    """The Rewritten cut at the lines that name a heading of its fact (however marked up):
+    heading -> the words under it. Words before the first, or under no known heading, go to ""."""
+    wanted = {h.lower(): h for h in headings}
+    found: dict[str, list[str]] = {}
+    current = ""
+    for line in rewritten.splitlines():
+        name = _plain(line)
+        if name in wanted:
+            current = wanted[name]
+            continue
+        found.setdefault(current, []).append(line)
+    return {k: "\n".join(v) for k, v in found.items()}
+
+
+def first_sentence(words: str, limit: int = 160) -> str:
+    """A section's one line: its first sentence of prose (headings and markup lines skipped)."""
+    lines = [ln.strip() for ln in words.splitlines()] + [""]
+    underline = re.compile(r"[=~^\-'*#`:.+]{3,}")
+    prose = " ".join(ln for ln, after in zip(lines, lines[1:])
+                     if ln and not underline.fullmatch(ln) and not underline.fullmatch(after)
+                     and not re.fullmatch(r"#.*|\.\. .*|[A-Z][\w-]*: .*", ln))
+    cut = re.search(r"[.!?](\s|$)", prose)
+    line = prose[:cut.end()].strip() if cut else prose
+    return line if len(line) <= limit else line[:limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+@rule(version=1, uses=("kbuild.slicing", "kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections,
+                       first_sentence, _plain), settings=("store",))
+async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """A source's sections, each with where it stands (its fact page, its lines of text.md), its
+    breadcrumb, its size and its words' counts. A fact that failed leaves its sections out."""
+    store = ctx.settings.store
+    doc = await ctx.query(text(project, source))
+    places = (await ctx.query(chunks(project, source))).chunks
+    slugs = [p.slug for p in places]
+    got = await ctx.query_all([*(fact(project, source, s) for s in slugs), *(chunk(project, source, s) for s in slugs),
+                               *(rewrite(project, source, s) for s in slugs),
+                               *(chunk_summary(project, source, s) for s in slugs)], return_failures=True)
+    n = len(slugs)
+    pages, words, rewrites, summaries = got[:n], got[n:2 * n], got[2 * n:3 * n], got[3 * n:]
+    lines = doc.text.split("\n")
+    lines = doc.text.split("\n")
+    parts = []  # the sections, each cut where a fact ends: a section stays within its fact
+    for part in slice_text(doc.text, SECTION_FLOOR, SECTION_CAP, headings=doc.kind != "code"):
+        first = True
+        for at, place in enumerate(places):
+            if place.end < part.start or place.start > part.end:
+                continue
+            piece = replace(part, start=max(part.start, place.start), end=min(part.end, place.end))
+            if piece.end < part.end:  # cut short: name only the headings it still holds
+                held = {_plain(line) for line in lines[piece.start - 1:piece.end]}
+                piece = replace(piece, covers=tuple(c for n, c in enumerate(part.covers) if not n or c.lower() in held))
+            if not first:  # the part goes on into the next fact, under that fact's headings
+                piece = replace(piece, headings=tuple(place.headings), covers=tuple(place.covers[:1]), continued=True)
+            parts.append((at, piece))
+            first = False
+    facts_of = [at for at, _ in parts]
+    parts = [part for _, part in parts]
+    # A long section is cut into several parts; the Rewritten of its heading is shared among
+    # them in order, paragraph by paragraph, so that each part has about its own words.
+    shares: dict[tuple[int | None, str], int] = Counter((at, (part.covers or part.headings or ("",))[-1])
+                                                        for at, part in zip(facts_of, parts))
+    seen: Counter[tuple[int | None, str]] = Counter()
+    sections = []
+    for part, at in zip(parts, facts_of):
+        heading = (part.covers or part.headings or ("",))[-1]
+        nth, seen[(at, heading)] = seen[(at, heading)], seen[(at, heading)] + 1
+        if at is None or isinstance(pages[at], QueryFailed):
+            continue
+        place = places[at]
+        end = part.end
+        body = "\n".join(lines[part.start - 1:end])
+        heads = [h for h in part.headings if h != doc.title]
+        crumb = [doc.title, *heads, *(c for c in part.covers if c not in heads and c != doc.title)]
+        counts = Counter(tokens(body))
+        for word in tokens(" ".join(crumb[1:])):
+            counts[word] += HEADING_WEIGHT
+        counts.update(tokens(doc.title))
+        if not isinstance(rewrites[at], QueryFailed) and not isinstance(words[at], QueryFailed):
+            own = rewritten_sections(rewrites[at], [*words[at].headings, *place.covers])
+            for name in part.covers or part.headings[-1:]:
+                paragraphs = [p for p in own.get(name, "").split("\n\n") if p.strip()]
+                if name == heading and shares[(at, heading)] > 1:
+                    k = shares[(at, heading)]
+                    paragraphs = paragraphs[nth * len(paragraphs) // k:(nth + 1) * len(paragraphs) // k]
+                counts.update(tokens("\n".join(paragraphs)))
+        sections.append({
+            "kind": "section", "page": store.fact(project, source, place.slug), "text": store.text(project, source),
+            "start": part.start, "end": end, "crumb": crumb, "tokens": estimate_tokens(body),
+            "line": first_sentence(body) or " › ".join(crumb), "counts": dict(sorted(counts.items())),
+        })
+    for place, page, summary in zip(places, pages, summaries):  # each fact's summary, for search
+        if isinstance(page, QueryFailed) or not isinstance(summary, str):
+            continue
+        crumb = [doc.title, *(c for c in place.covers if c != doc.title)]
+        counts = Counter(tokens(summary))
+        counts.update(tokens(" ".join(crumb)))
+        sections.append({"kind": "summary", "page": store.fact(project, source, place.slug), "crumb": crumb,
+                         "line": summary, "tokens": estimate_tokens(summary), "counts": dict(sorted(counts.items()))})
+    return {"title": doc.title, "source_index": store.source_index(project, source),
+            "abbreviations": defined_abbreviations(doc.text), "sections": sections}
+
+
+def index_folder(store: Any, project: str) -> str:
+    return f"{store.project(project)}/search-index"
+
+
+def render_sections(docs: list[dict[str, Any]], abbreviations: dict[str, str]) -> str:
+    """sections.json: the sections in the index's order, one a line, so a rebuilt index shows in
+    `git diff` as the lines of the sections that changed."""
+    return (f'{{"format": {FORMAT},\n"abbreviations": {json.dumps(abbreviations, sort_keys=True)},\n"docs": [\n'
+            + ",\n".join(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in docs) + "\n]}\n")
+
+
+@rule(version=1, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
+      params={"bm25s": version("bm25s")})  # its version is in the files it writes
+async def search_index(ctx: Context, project: str) -> int:
+    """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
+    the bm25s index over their words; the number of sections."""
+    outline = await ctx.query(project_outline(project))
+    got = await ctx.query_all([source_sections(project, s) for s in outline.sources], return_failures=True)
+    docs, counts, abbreviations = [], [], {}
+    for found in got:
+        if isinstance(found, QueryFailed):
+            continue
+        abbreviations.update(found["abbreviations"])
+        for section in found["sections"]:
+            counts.append(section["counts"] or {"_": 1})
+            docs.append({k: v for k, v in section.items() if k != "counts"} | {"source_index": found["source_index"]})
+    folder = index_folder(ctx.settings.store, project)
+    ctx.write(f"{folder}/sections.json", render_sections(docs, abbreviations))
+    if docs:
+        for name, data in build_index(counts).items():
+            ctx.write(f"{folder}/{name}", data)
+    return len(docs)
