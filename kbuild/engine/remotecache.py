@@ -70,9 +70,9 @@ class RemoteCache:
         url = (environ if environ is not None else os.environ).get("KBUILD_CACHE_URL", "").strip()
         return cls(url) if url else None
 
-    def _path(self, key: str) -> str:
-        name = f"{key[:2]}/{key[2:]}.json"
-        return f"{self.prefix}/{name}" if self.prefix else name
+    @staticmethod
+    def _path(key: str) -> str:
+        return f"{key[:2]}/{key[2:]}.json"  # under the prefix: the store is opened with it
 
     def _open(self) -> Any:
         if self._wrong is not None:
@@ -104,7 +104,7 @@ class RemoteCache:
             try:
                 # obstore's own timeouts bound each request; this bounds the whole step, retries included
                 return await asyncio.wait_for(step(), RETRY_TIMEOUT_S + REQUEST_TIMEOUT_S)
-            except (RemoteUnavailable, FileNotFoundError):
+            except RemoteUnavailable:
                 raise
             except asyncio.TimeoutError:
                 raise RemoteUnavailable("no answer in time") from None
@@ -118,14 +118,14 @@ class RemoteCache:
 
         store = self._open()
 
-        async def fetch() -> bytes:
-            result = await obstore.get_async(store, self._path(key))
-            return bytes(await result.bytes_async())
+        async def fetch() -> bytes | None:
+            try:
+                result = await obstore.get_async(store, self._path(key))
+                return bytes(await result.bytes_async())
+            except FileNotFoundError:  # obstore's NotFound: no such entry (a put says if the bucket is missing)
+                return None
 
-        try:
-            return await self._guarded(fetch)
-        except FileNotFoundError:  # obstore's NotFound
-            return None
+        return await self._guarded(fetch)
 
     async def put(self, key: str, record: bytes, replace: bool = False) -> None:
         """Store the whole record in one object write. An object already there is kept (another
