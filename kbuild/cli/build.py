@@ -38,7 +38,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         settled = session.settled_queries()
         if settled is not None:  # nothing changed since a build that left every query settled
             if not session.quiet:
-                click.echo(f"0 ran, {settled} reused, 0 cut off, 0 failed, 0 calls (0 cached), 0.00s")
+                remote = ", 0 from the remote" if os.environ.get("KBUILD_CACHE_URL", "").strip() else ""
+                click.echo(f"0 ran, {settled} reused, 0 cut off, 0 failed, 0 calls (0 cached{remote}), 0.00s")
             return
     from ..engine import BuildLocked, BuildStopped, LockError
     from ..harness import update_harness

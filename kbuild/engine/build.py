@@ -80,6 +80,10 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
             self._update_clean(summary, changed_files)
         report.calls = self.calls.calls
         report.cache_hits = self.calls.hits
+        if self.engine.cache_url:
+            report.remote_hits = self.calls.remote_hits
+        if self.calls.warnings:
+            report.warnings.setdefault("", []).extend(self.calls.warnings)
         report.seconds = time.perf_counter() - started
         return report
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .callcache import CallCache
+from .remotecache import RemoteCache
 from .files import FileHasher
 from .hashing import ABSENT
 from .report import BuildStopped, Report, StateDamaged, stop_for
@@ -49,7 +50,8 @@ class BuildState:
         self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
         self.memos: dict[str, Memo] = {}
         self.changed: set[str] = set()  # queries whose memo this build saved or deleted
-        self.calls = CallCache(engine.cache_dir, engine.max_calls)
+        remote = RemoteCache(engine.cache_url) if engine.cache_url and not read_only else None
+        self.calls = CallCache(engine.cache_dir, engine.max_calls, remote)
         self.green: dict[str, str] = {}  # settled this build: query id -> hash its readers see
         self.must_run: dict[str, Reason] = {}  # query id -> why it cannot be reused
         self.unsure: dict[str, Reason] = {}  # a read is out of date: verify once that one is settled

@@ -2,6 +2,8 @@
 
 A folder of small JSON files (two-level fan-out, like git's objects), written atomically, so it
 can be shared by a team or by CI (KBUILD_CACHE_DIR) and copied or pruned with ordinary tools.
+With a remote cache (remotecache.py, KBUILD_CACHE_URL) beside it, a local miss asks the remote
+and a computed answer is stored in both.
 """
 from __future__ import annotations
 
@@ -16,14 +18,18 @@ from typing import Any
 
 from .files import atomic_write
 from .hashing import canonical_json, hash_bytes
+from .remotecache import RemoteCache, RemoteUnavailable, record_for
 
 
 class CallCache:
-    def __init__(self, folder: Path, max_in_flight: int) -> None:
+    def __init__(self, folder: Path, max_in_flight: int, remote: RemoteCache | None = None) -> None:
         self.folder = folder
         self.limit = asyncio.Semaphore(max_in_flight)
         self.calls = 0
-        self.hits = 0
+        self.hits = 0  # every answer not computed, the remote's included
+        self.remote = remote
+        self.remote_hits = 0
+        self.warnings: list[str] = []  # at most one: the remote turned off for this build
         self._in_flight: dict[str, asyncio.Future[Any]] = {}
         self._answered: dict[str, Any] = {}  # this build's answers: no second call for a key
         self._folders: set[str] | None = None  # the fan-out folders there are (see _may_hold)
@@ -59,11 +65,46 @@ class CallCache:
             os.utime(path)
         return response
 
-    def put(self, key: str, request: Mapping[str, Any], response: Any) -> None:
-        record = {"request": request, "response": response}
-        atomic_write(self._path(key), canonical_json(record).encode(), durable=False)
+    def put(self, key: str, request: Mapping[str, Any], response: Any) -> bytes:
+        record = canonical_json({"request": request, "response": response}).encode()
+        self._write(key, record)
+        return record
+
+    def _write(self, key: str, record: bytes) -> None:
+        atomic_write(self._path(key), record, durable=False)
         if self._folders is not None:
             self._folders.add(key[:2])
+
+    def _remote_failed(self, exc: RemoteUnavailable) -> None:
+        """Turn the remote off for the rest of this build, with one warning."""
+        if self.remote is not None:
+            self.warnings.append(f"remote call cache {self.remote.url} is not available ({exc}); "
+                                 "this build uses the local cache only")
+            self.remote = None
+
+    async def _from_remote(self, key: str) -> Any | None:
+        remote = self.remote
+        if remote is None:
+            return None
+        try:
+            data = await remote.get(key)
+        except RemoteUnavailable as exc:
+            self._remote_failed(exc)
+            return None
+        response = None if data is None else record_for(key, data, self.key)
+        if response is not None:
+            with contextlib.suppress(OSError):  # a local copy is a saving, not a need
+                await asyncio.to_thread(self._write, key, data)
+        return response
+
+    async def _to_remote(self, key: str, record: bytes, replace: bool) -> None:
+        remote = self.remote
+        if remote is None:
+            return
+        try:
+            await remote.put(key, record, replace=replace)
+        except RemoteUnavailable as exc:
+            self._remote_failed(exc)
 
     async def call(
         self,
@@ -89,10 +130,21 @@ class CallCache:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
+            # inside the in-flight entry: callers asking for the same key wait for this one lookup
+            if not refresh and self.remote is not None:
+                remote = await self._from_remote(key)
+                if remote is not None:
+                    self.hits += 1
+                    self.remote_hits += 1
+                    self._answered[key] = remote
+                    future.set_result(remote)
+                    return remote
             async with self.limit:
                 self.calls += 1
                 response = await compute()
-            await asyncio.to_thread(self.put, key, request, response)
+            # only an answer is stored, never a failure: compute() raising skips both writes
+            record = await asyncio.to_thread(self.put, key, request, response)
+            await self._to_remote(key, record, replace=refresh)
             self._answered[key] = response
             future.set_result(response)
             return response

@@ -45,6 +45,7 @@ class Engine:
         state_dir: Path | None = None,
         lock_path: Path | None = None,
         cache_dir: Path | None = None,
+        cache_url: str | None = None,
         max_calls: int = 4,
         cutoff_hooks: bool = True,
         output_folder: str | None = None,
@@ -61,6 +62,8 @@ class Engine:
         self.lock_path = lock_path or self.root / LOCK_FILE
         env_cache = os.environ.get("KBUILD_CACHE_DIR")
         self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.local.cache)
+        # a remote call cache beside it (s3://bucket/prefix, remotecache.py), read and written through
+        self.cache_url = cache_url or os.environ.get("KBUILD_CACHE_URL", "").strip() or None
         self.max_calls = max_calls
         self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
 

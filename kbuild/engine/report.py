@@ -82,7 +82,8 @@ class Report:
     reasons: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     calls: int = 0
-    cache_hits: int = 0
+    cache_hits: int = 0  # answers not computed, from the local cache or the remote one
+    remote_hits: int | None = None  # ... of them from the remote call cache; None: there is none
     seconds: float = 0.0
     errors: dict[str, BaseException] = field(default_factory=dict, repr=False)
 
@@ -100,7 +101,8 @@ class Report:
             f"{self.reused} reused",
             f"{len(self.cutoff)} cut off",
             f"{len(self.failed)} failed",
-            f"{self.calls} calls ({self.cache_hits} cached)",
+            f"{self.calls} calls ({self.cache_hits} cached"
+            + ("" if self.remote_hits is None else f", {self.remote_hits} from the remote") + ")",
             *(f"{value:.4f} {name}" if isinstance(value, float) and not value.is_integer() else f"{value:g} {name}"
               for name, value in sorted(self.counters.items())),
             f"{self.seconds:.2f}s",
