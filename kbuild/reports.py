@@ -24,6 +24,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "removed": report.removed,
         "calls": report.calls,
         "cache_hits": report.cache_hits,
+        "remote_hits": report.remote_hits,
         "counters": report.counters,
         "decisions": report.decisions,
         "warnings": report.warnings,
