@@ -63,13 +63,7 @@ def start(directory: Path) -> Path:
         raise FileExistsError(kbuildfile)
     kbuildfile.write_text(KBUILDFILE)
     (directory / "kb").mkdir(exist_ok=True)
-    gitignore = directory / ".gitignore"
-    present = gitignore.read_text().splitlines() if gitignore.exists() else []
-    missing = [line for line in GITIGNORE_LINES if line not in present]
-    if missing:
-        prefix = "" if not present or gitignore.read_text().endswith("\n") else "\n"
-        with gitignore.open("a") as out:
-            out.write(prefix + "# kbuild's local state: rebuildable, never committed\n" + "\n".join(missing) + "\n")
+    add_lines(directory / ".gitignore", GITIGNORE_LINES, "# kbuild's local state: rebuildable, never committed")
     write_gitattributes(directory)
     return kbuildfile
 
@@ -93,14 +87,18 @@ MERGE_DRIVERS = {
 
 def write_gitattributes(directory: Path) -> None:
     """Add to .gitattributes the lines it lacks."""
-    path = directory / ".gitattributes"
+    add_lines(directory / ".gitattributes", GITATTRIBUTES_LINES,
+              "# kbuild: generated files, and how git merges them (kbuild merge-lock)")
+
+
+def add_lines(path: Path, lines: list[str], comment: str) -> None:
+    """Append to `path` (made if missing) the `lines` it lacks, under `comment`."""
     present = path.read_text().splitlines() if path.exists() else []
-    missing = [line for line in GITATTRIBUTES_LINES if line not in present]
+    missing = [line for line in lines if line not in present]
     if missing:
         prefix = "" if not present or path.read_text().endswith("\n") else "\n"
         with path.open("a") as out:
-            out.write(prefix + "# kbuild: generated files, and how git merges them (kbuild merge-lock)\n"
-                      + "\n".join(missing) + "\n")
+            out.write(prefix + comment + "\n" + "\n".join(missing) + "\n")
 
 
 def git_config_command() -> str:
