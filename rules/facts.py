@@ -23,6 +23,7 @@ from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
 from kbuild.store import pages
 from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links, without_links
+from kbuild.text.markdown import ATX_HEADING, UNDERLINE, visible_text
 
 from .cutoffs import same_meaning
 from .guard import plain_text_failures, unsupported_claims, write_grounded
@@ -58,13 +59,13 @@ def _title(text: str, fallback: str) -> str:
     found: list[tuple[int, int, str]] = []  # (level, line, words)
     for i, line in enumerate(lines[:200]):
         stripped = line.strip()
-        atx = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", stripped)
+        atx = ATX_HEADING.match(stripped)
         if atx and atx.group(2):
-            found.append((len(atx.group(1)), i, atx.group(2)))
+            found.append((len(atx.group(1)), i, visible_text(atx.group(2))))
             continue
         underline = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        if stripped and len(underline) >= len(stripped) and len(set(underline)) == 1 and underline[0] in "=-~#*":
-            found.append((1 if underline[0] in "=#*" else 2, i, stripped))
+        if stripped and len(underline) >= len(stripped) and UNDERLINE.match(underline) and underline[0] in "=-~#*":
+            found.append((1 if underline[0] in "=#*" else 2, i, visible_text(stripped)))
     return min(found)[2] if found else fallback
 
 

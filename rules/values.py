@@ -46,7 +46,7 @@ class Place(Value):
 
 
 class Chunks(Value):
-    """How a source is cut: where each chunk stands. Words are in ChunkSpans."""
+    """How a source is cut: where each chunk stands (its words are in chunk_spans)."""
 
     title: str
     original: str

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 from pathlib import Path
 
 from .state import Memo, typed_reads
@@ -165,7 +166,13 @@ def parse_entry(entry: bytes) -> Memo:
         raise ValueError("not one entry")
     ((qid, e),) = parsed.items()
     typed_reads([e["deps"]])
-    return Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}))
+    return memo_of(qid, e)
+
+
+def memo_of(qid: str, e: Mapping[str, Any]) -> Memo:
+    """The memo of one lock entry, its reads already typed."""
+    return Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}),
+                e.get("parts", {}))
 
 
 def read_lock(path: Path) -> dict[str, Memo]:
@@ -177,9 +184,7 @@ def read_lock(path: Path) -> dict[str, Memo]:
         queries = doc["queries"]
         typed_reads([e["deps"] for e in queries.values()])
         return {
-            qid: Memo(qid, e["rule"], e["key"], e["fingerprint"], e["deps"], e["hash"], e["outputs"], e.get("notes", {}),
-                      e.get("parts", {}))
-            for qid, e in queries.items()
+            qid: memo_of(qid, e) for qid, e in queries.items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, LockError):

@@ -65,11 +65,6 @@ class RemoteCache:
         self._store: Any = None
         self._limit: asyncio.Semaphore | None = None
 
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> RemoteCache | None:
-        url = (environ if environ is not None else os.environ).get("KBUILD_CACHE_URL", "").strip()
-        return cls(url) if url else None
-
     @staticmethod
     def _path(key: str) -> str:
         return f"{key[:2]}/{key[2:]}.json"  # under the prefix: the store is opened with it
