@@ -581,3 +581,11 @@ def test_a_reader_of_one_part_runs_again_only_when_that_part_changes(folder):
     (folder / "s.txt").write_text("b: three\n")  # the part is gone: its reader runs and sees none
     Engine(folder, rules).build([both_sections("s.txt")])
     assert RUNS == ["sections", "section a"] and Engine(folder, rules).value(section("s.txt", "a")) == ""
+
+
+def test_a_lock_entry_read_on_its_own_keeps_its_part_hashes():
+    from kbuild.engine.lockfile import lock_entries, parse_entry
+
+    memo = Memo("sections(\"s.txt\")", "sections", ["s.txt"], "f", [], "h", {}, {}, {"a": "1", "b": "2"})
+    entries = lock_entries(render_lock({memo.id: memo}))
+    assert parse_entry(entries[memo.id]).parts == {"a": "1", "b": "2"}
