@@ -20,6 +20,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "reused": report.reused,
         "cutoff": report.cutoff,
         "failed": report.failed,
+        "waiting": report.waiting,
         "reasons": report.reasons,
         "removed": report.removed,
         "calls": report.calls,

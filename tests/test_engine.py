@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbuild.engine import BuildLocked, Engine, FileRead, Rule, rule
+from kbuild.engine import BuildLocked, CallDeferred, Engine, FileRead, Rule, rule
 from kbuild.engine.buildlock import BuildLock
 from kbuild.engine.lockfile import patch_lock, render_lock
 from kbuild.engine.state import Memo
@@ -589,3 +589,61 @@ def test_a_lock_entry_read_on_its_own_keeps_its_part_hashes():
     memo = Memo("sections(\"s.txt\")", "sections", ["s.txt"], "f", [], "h", {}, {}, {"a": "1", "b": "2"})
     entries = lock_entries(render_lock({memo.id: memo}))
     assert parse_entry(entries[memo.id]).parts == {"a": "1", "b": "2"}
+
+
+ANSWERED: dict[str, str] = {}  # a service that answers later: question -> answer, once it has one
+DEFERRED: list[str] = []
+
+
+@rule
+async def later(ctx, question):
+    """A call whose answer comes from a service that answers in its own time."""
+    async def compute():
+        if question not in ANSWERED:
+            DEFERRED.append(question)
+            raise CallDeferred(f"{question} is with the service")
+        return ANSWERED[question]
+
+    RUNS.append(f"later {question}")
+    return await ctx.call({"question": question, "file": ctx.read_text("q.txt")}, compute)
+
+
+@rule
+async def gathered(ctx, *questions):
+    """Builds around failures (an index), but not around what waits."""
+    RUNS.append("gathered")
+    values = await ctx.query_all([later(q) for q in questions], return_failures=True)
+    return [v for v in values if isinstance(v, str)]
+
+
+@rule
+async def plain(ctx):
+    RUNS.append("plain")
+    return ctx.read_text("q.txt")
+
+
+def test_a_deferred_call_leaves_its_readers_waiting_and_the_rest_built_until_it_is_answered(tmp_path, monkeypatch):
+    monkeypatch.setenv("KBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "q.txt").write_text("?")
+    ANSWERED.clear()
+    DEFERRED.clear()
+    rules = [later, gathered, plain]
+    targets = [gathered("a", "b"), plain()]
+    result = build(tmp_path, *targets, rules=rules)
+    assert not result.ok and result.failed == {}  # nothing failed: it waits
+    assert sorted(result.waiting) == ['gathered("a","b")', 'later("a")', 'later("b")']
+    assert result.waiting['later("a")'] == "a is with the service"
+    assert sorted(DEFERRED) == ["a", "b"] and result.calls == 0
+    assert "plain" in RUNS and "3 waiting" in result.summary()
+    ANSWERED["a"] = "yes"
+    RUNS.clear()
+    result = build(tmp_path, *targets, rules=rules)  # the next build tries what waits, nothing else
+    assert sorted(RUNS) == ["gathered", "later a", "later b"]  # plain is settled
+    assert sorted(result.waiting) == ['gathered("a","b")', 'later("b")']
+    assert result.calls == 1
+    ANSWERED["b"] = "no"
+    result = build(tmp_path, *targets, rules=rules)
+    assert result.ok and result.calls == 1 and 'later("a")' not in result.executed  # "a" was built: asked once
+    assert Engine(tmp_path, rules).value(gathered("a", "b")) == ["yes", "no"]
+    DEFERRED.clear()
+    assert build(tmp_path, *targets, rules=rules).calls == 0 and DEFERRED == []

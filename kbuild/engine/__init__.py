@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .rule import Decisive, Query, Rule, rule
 
 EXPORTS = {
-    "BuildLocked": "report", "BuildStopped": "report", "CallCache": "callcache", "Change": "verify",
+    "BuildLocked": "report", "BuildStopped": "report", "CallCache": "callcache", "CallDeferred": "report", "Change": "verify",
     "Context": "context", "CycleError": "report", "Engine": "engine", "FileRead": "state", "LockError": "lockfile",
     "Memo": "state", "PathEscapesRoot": "files", "Problem": "report", "QueryFailed": "report", "Reason": "verify",
     "Report": "report", "read_lock": "lockfile", "to_graph": "graph", "hash_bytes": "hashing",
@@ -42,6 +42,6 @@ if TYPE_CHECKING:
     from .hashing import hash_bytes
     from .layout import FOLDER
     from .lockfile import LockError, read_lock
-    from .report import BuildLocked, BuildStopped, CycleError, Problem, QueryFailed, Report
+    from .report import BuildLocked, BuildStopped, CallDeferred, CycleError, Problem, QueryFailed, Report
     from .state import FileRead, Memo
     from .verify import Change, Reason

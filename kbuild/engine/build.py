@@ -52,7 +52,8 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
             self.load_graph()
         self.settle(root_ids)
         await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
-        report.failed = dict(self.failed)
+        report.failed = {q: m for q, m in self.failed.items() if q not in self.waiting}
+        report.waiting = {q: m for q, m in self.failed.items() if q in self.waiting}
         if self.stopped is not None:
             return report  # nothing is collected and no lock written: the caller raises it
         if self.reached is None:

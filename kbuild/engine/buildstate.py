@@ -56,6 +56,7 @@ class BuildState:
         self.must_run: dict[str, Reason] = {}  # query id -> why it cannot be reused
         self.unsure: dict[str, Reason] = {}  # a read is out of date: verify once that one is settled
         self.failed: dict[str, str] = {}
+        self.waiting: set[str] = set()  # of the failed, those that wait for a deferred call
         self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
         self.values: dict[str, Any] = {}
         self.tasks: dict[str, asyncio.Task[str]] = {}

@@ -19,6 +19,7 @@ from typing import Any
 from .files import atomic_write
 from .hashing import canonical_json, hash_bytes
 from .remotecache import RemoteCache, RemoteUnavailable, record_for
+from .report import CallDeferred
 
 
 class CallCache:
@@ -27,6 +28,7 @@ class CallCache:
         self.limit = asyncio.Semaphore(max_in_flight)
         self.calls = 0
         self.hits = 0  # every answer not computed, the remote's included
+        self.deferred = 0  # calls whose compute deferred them to a later build (CallDeferred)
         self.remote = remote
         self.remote_hits = 0
         self.warnings: list[str] = []  # at most one: the remote turned off for this build
@@ -141,7 +143,12 @@ class CallCache:
                     return remote
             async with self.limit:
                 self.calls += 1
-                response = await compute()
+                try:
+                    response = await compute()
+                except CallDeferred:  # not made: its answer comes to a later build
+                    self.calls -= 1
+                    self.deferred += 1
+                    raise
             # only an answer is stored, never a failure: compute() raising skips both writes
             record = await asyncio.to_thread(self.put, key, request, response)
             await self._to_remote(key, record, replace=refresh)

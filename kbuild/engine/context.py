@@ -94,7 +94,10 @@ class Context:
         self.deps.append([(q.id, build.current_hash(q.id)) for q in queries])
         failures = [v for v in values if isinstance(v, QueryFailed)]
         if failures and not return_failures:
-            raise failures[0]
+            raise next((f for f in failures if f.waiting), failures[0])
+        waiting = next((f for f in failures if f.waiting), None)
+        if waiting is not None:  # a value built around what waits would be built again, and its calls paid twice
+            raise waiting
         return values
 
     async def _settle(self, queries: Sequence[Query]) -> list[Any]:

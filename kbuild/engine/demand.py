@@ -96,7 +96,7 @@ class Demand(Execute):
     async def value_of(self, qid: str) -> Any:
         """The value of a settled query, or its QueryFailed."""
         if qid in self.failed:
-            return QueryFailed(qid, self.failed[qid])
+            return QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
         value = self.values.get(qid)
         if value is not None or qid in self.values:
             return value
@@ -113,5 +113,5 @@ class Demand(Execute):
             self.forced[qid] = task
         await task
         if qid in self.failed:
-            return QueryFailed(qid, self.failed[qid])
+            return QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
         return self.values[qid]

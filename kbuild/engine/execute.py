@@ -10,7 +10,7 @@ from .files import PathEscapesRoot
 from .cutoff import judge
 from .hashing import FAILED, encode_value, hash_bytes, part_hashes
 from .outputs import Outputs
-from .report import CycleError, Problem, QueryFailed
+from .report import CallDeferred, CycleError, Problem, QueryFailed
 from .rule import Query
 from .state import FileRead, Memo, flat
 from .verify import Reason
@@ -48,7 +48,11 @@ class Execute(Outputs):
                 raise
         except CycleError as exc:
             return self._fail(qid, str(exc), exc)
+        except CallDeferred as exc:
+            return self._wait(qid, str(exc), exc)
         except QueryFailed as exc:
+            if exc.waiting:
+                return self._wait(qid, f"needs {exc.query_id}, which waits", exc)
             return self._fail(qid, f"needs {exc.query_id}, which failed", exc)
         except Problem as exc:
             return self._fail(qid, str(exc), exc)
@@ -66,6 +70,8 @@ class Execute(Outputs):
             if old_blob is not None and hash_bytes(old_blob) == memo.hash:
                 try:
                     verdict = await judge(rule.cutoff, ctx, rule.decode(old_blob), rule.decode(blob))
+                except CallDeferred as exc:
+                    return self._wait(qid, str(exc), exc)
                 except Exception as exc:
                     return self._fail(qid, f"its cutoff hook raised {type(exc).__name__}: {exc}", exc)
                 if verdict.decision is not None:
@@ -112,6 +118,12 @@ class Execute(Outputs):
             if not self.stop(exc, "writing the local state .kbuild/state.db"):
                 raise
         return digest
+
+    def _wait(self, qid: str, message: str, exc: BaseException) -> str:
+        """Left for a later build: failed for this one (its readers cannot go on), recorded as
+        waiting, so the report tells it apart from a failure and the next build runs it."""
+        self.waiting.add(qid)
+        return self._fail(qid, message, exc)
 
     def _fail(self, qid: str, message: str, exc: BaseException | None) -> str:
         self.failed[qid] = message

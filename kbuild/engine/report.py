@@ -59,13 +59,21 @@ class Problem(Exception):
     with no exception type and no traceback unless asked for."""
 
 
-class QueryFailed(Exception):
-    """Raised inside a rule when a query it reads has failed in this build."""
+class CallDeferred(Exception):
+    """Raised by a call's compute when its answer will come to a later build (the request was
+    handed to a service that answers in its own time): the query waits. It is neither failed
+    nor cached; it runs again in the next build, and so does every query reading it."""
 
-    def __init__(self, query_id: str, reason: str) -> None:
+
+class QueryFailed(Exception):
+    """Raised inside a rule when a query it reads has failed in this build, or is `waiting` for
+    a deferred call (then its reader waits too, even one that builds around failures)."""
+
+    def __init__(self, query_id: str, reason: str, waiting: bool = False) -> None:
         self.query_id = query_id
         self.reason = reason
-        super().__init__(f"{query_id} failed: {reason}")
+        self.waiting = waiting
+        super().__init__(f"{query_id} {'waits' if waiting else 'failed'}: {reason}")
 
 
 @dataclass
@@ -76,6 +84,7 @@ class Report:
     reused: int = 0
     cutoff: dict[str, Literal["exact", "hook"]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    waiting: dict[str, str] = field(default_factory=dict)  # queries left for a later build: a call was deferred
     warnings: dict[str, list[str]] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # cutoff hooks' decisions, by query
@@ -89,7 +98,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        """Nothing failed and nothing waits: every target is built."""
+        return not self.failed and not self.waiting
 
     def root_failures(self) -> dict[str, str]:
         """The failures that are causes, not queries that failed because something they read did."""
@@ -101,6 +111,7 @@ class Report:
             f"{self.reused} reused",
             f"{len(self.cutoff)} cut off",
             f"{len(self.failed)} failed",
+            *([f"{len(self.waiting)} waiting"] if self.waiting else []),
             f"{self.calls} calls ({self.cache_hits} cached"
             + ("" if self.remote_hits is None else f", {self.remote_hits} from the remote") + ")",
             *(f"{value:.4f} {name}" if isinstance(value, float) and not value.is_integer() else f"{value:g} {name}"
