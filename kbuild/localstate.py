@@ -40,6 +40,12 @@ class LocalState(StateFolder):
         return self.path / "overwritten"
 
     @property
+    def batches(self) -> Path:
+        """Batches of model calls submitted and not collected, and what collected ones answered
+        (kbuild.model.batches)."""
+        return self.path / "batches"
+
+    @property
     def reports(self) -> Path:
         """The newest build reports, for `kbuild explain` (kbuild.reports)."""
         return self.path / "reports"

@@ -25,6 +25,8 @@ Endpoints:
   ``"stream": true`` is refused with a 400 (not implemented). A body that is not a JSON object gets
   a 400 and is not recorded.
 * ``GET /v1/models``: a list holding ``self.model``.
+* ``/v1/files`` and ``/v1/batches``: OpenAI's Files and Batch APIs, with the batches' states moved
+  by the test (``server.batch_service``; see ``BatchService``).
 * Anything else: 404 with an OpenAI-style error body.
 
 ``json_schema=False`` simulates a server without structured outputs: a request whose
@@ -84,7 +86,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Literal
 
-__all__ = ["Fault", "Reply", "ScriptedServer"]
+__all__ = ["BatchService", "Fault", "Reply", "ScriptedServer"]
 
 FaultKind = Literal["429", "500", "502", "503", "reset", "timeout", "truncated", "invalid_json", "empty"]
 FAULT_KINDS: frozenset[str] = frozenset(FaultKind.__args__)  # type: ignore[attr-defined]
@@ -290,6 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         scripted = self.server.scripted
         with scripted._in_flight():
+            if scripted.batch_service.handle(self, "GET", b""):
+                return
             if self.path.rstrip("/") == "/v1/models":
                 model = {"id": scripted.model, "object": "model", "created": 0, "owned_by": "scripted"}
                 self.send_json(200, {"object": "list", "data": [model]})
@@ -301,6 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
         with scripted._in_flight():
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
+            if scripted.batch_service.handle(self, "POST", raw):
+                return
             if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
                 self.not_found()
                 return
@@ -353,6 +359,7 @@ class ScriptedServer:
         self._faults: collections.deque[Fault] = collections.deque()
         self._connections: set[socket.socket] = set()
         self._closing = threading.Event()
+        self.batch_service = BatchService(self)  # /v1/files and /v1/batches (see BatchService)
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.scripted = self
         host, port = self._httpd.server_address[:2]
@@ -453,35 +460,13 @@ class ScriptedServer:
                 handler.reset()
                 return
 
-        response_format = request.get("response_format")
-        if (not self.json_schema and isinstance(response_format, dict)
-                and response_format.get("type") == "json_schema"):
-            handler.send_json(400, error_body("response_format json_schema is not supported",
-                                              "invalid_request_error", param="response_format"))
+        refusal = self._refusal(request)
+        if refusal is not None:
+            handler.send_json(400, refusal)
             return
-        if request.get("logprobs") and not self.logprobs:
-            handler.send_json(400, error_body("logprobs is not supported by this server", "invalid_request_error",
-                                              param="logprobs"))
-            return
-        refused = self._refused_format(response_format)
-        if refused:
-            handler.send_json(400, error_body(refused, "invalid_request_error", param="response_format"))
-            return
-        if request.get("stream"):
-            handler.send_json(400, error_body("stream is not supported by ScriptedServer",
-                                              "invalid_request_error", param="stream"))
-            return
-
-        try:
-            reply = Reply("") if fault is not None and fault.kind == "empty" else self.reply(request)
-            if isinstance(reply, str):
-                reply = Reply(reply)
-            if not isinstance(reply, Reply):
-                raise TypeError(f"reply returned {type(reply).__name__}, not str or Reply")
-        except Exception as exc:  # a bug in the test's reply callable: visible, not a hang
-            with self._lock:
-                self.errors.append(exc)
-            handler.send_json(500, error_body(f"reply callable raised {exc!r}", "server_error"))
+        reply = self._reply_to(request, empty=fault is not None and fault.kind == "empty")
+        if not isinstance(reply, Reply):
+            handler.send_json(500, reply)
             return
         self._sleep(reply.delay)
         if self._closing.is_set():
@@ -498,6 +483,36 @@ class ScriptedServer:
             handler.wfile.flush()
             return
         handler.send_bytes(200, body)
+
+    def _refusal(self, request: dict) -> dict | None:
+        """The 400 body OpenAI would send for this chat request, or None when it takes it."""
+        response_format = request.get("response_format")
+        if (not self.json_schema and isinstance(response_format, dict)
+                and response_format.get("type") == "json_schema"):
+            return error_body("response_format json_schema is not supported", "invalid_request_error",
+                              param="response_format")
+        if request.get("logprobs") and not self.logprobs:
+            return error_body("logprobs is not supported by this server", "invalid_request_error", param="logprobs")
+        refused = self._refused_format(response_format)
+        if refused:
+            return error_body(refused, "invalid_request_error", param="response_format")
+        if request.get("stream"):
+            return error_body("stream is not supported by ScriptedServer", "invalid_request_error", param="stream")
+        return None
+
+    def _reply_to(self, request: dict, empty: bool = False) -> Reply | dict:
+        """The test's reply to a chat request, or the 500 body when its reply callable raised."""
+        try:
+            reply = Reply("") if empty else self.reply(request)
+            if isinstance(reply, str):
+                reply = Reply(reply)
+            if not isinstance(reply, Reply):
+                raise TypeError(f"reply returned {type(reply).__name__}, not str or Reply")
+        except Exception as exc:  # a bug in the test's reply callable: visible, not a hang
+            with self._lock:
+                self.errors.append(exc)
+            return error_body(f"reply callable raised {exc!r}", "server_error")
+        return reply
 
     def _refused_format(self, response_format: Any) -> str:
         """OpenAI's 400 for a json_schema response format it would not accept ("" when it would)."""
@@ -538,3 +553,294 @@ class ScriptedServer:
             }],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         }
+
+
+# --- the Files and Batch APIs ----------------------------------------------------------------
+
+BATCH_ENDPOINTS = frozenset({"/v1/chat/completions"})
+UNFINISHED = ("validating", "in_progress", "finalizing", "cancelling")
+METADATA_KEYS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
+
+
+@dataclass
+class StoredFile:
+    id: str
+    purpose: str
+    filename: str
+    data: bytes
+    created_at: int
+
+    def json(self) -> dict:
+        return {"id": self.id, "object": "file", "bytes": len(self.data), "created_at": self.created_at,
+                "filename": self.filename, "purpose": self.purpose, "status": "processed"}
+
+
+@dataclass
+class ScriptedBatch:
+    id: str
+    input_file_id: str
+    endpoint: str
+    completion_window: str
+    metadata: dict | None
+    created_at: int
+    lines: list[dict]
+    status: str = "validating"
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    errors: list[dict] | None = None
+    completed: int = 0
+    failed: int = 0
+    times: dict[str, int] | None = None
+
+    def json(self) -> dict:
+        times = self.times or {}
+        return {
+            "id": self.id, "object": "batch", "endpoint": self.endpoint,
+            "errors": {"object": "list", "data": self.errors} if self.errors else None,
+            "input_file_id": self.input_file_id, "completion_window": self.completion_window,
+            "status": self.status, "output_file_id": self.output_file_id, "error_file_id": self.error_file_id,
+            "created_at": self.created_at, "expires_at": self.created_at + 86400,
+            **{f"{step}_at": times.get(step) for step in
+               ("in_progress", "finalizing", "completed", "failed", "expired", "cancelling", "cancelled")},
+            "request_counts": {"total": len(self.lines), "completed": self.completed, "failed": self.failed},
+            "metadata": self.metadata,
+        }
+
+
+class BatchService:
+    """OpenAI's Files and Batch APIs, as the ``openai`` client calls them, on the scripted server.
+
+    * ``POST /v1/files`` (multipart: ``purpose``, ``file``), ``GET /v1/files/ID``,
+      ``GET /v1/files/ID/content``.
+    * ``POST /v1/batches`` (``input_file_id``, ``endpoint``, ``completion_window``, ``metadata``),
+      ``GET /v1/batches/ID``, ``GET /v1/batches`` (newest first, ``limit`` and ``after``),
+      ``POST /v1/batches/ID/cancel``.
+
+    Held to what OpenAI enforces: the input file must have purpose ``batch``; the endpoint must
+    be ``/v1/chat/completions`` and the window ``24h`` (else a 400); metadata has at most 16 keys
+    of 64 characters and values of 512 (else a 400); every line must be a JSON object with a
+    unique ``custom_id``, ``method`` POST and the batch's endpoint as ``url`` (else the batch
+    fails validation, status ``failed`` with one error per line). A line's body is answered as a
+    chat request is (the reply callable, the same refusals) when the batch runs, and recorded in
+    this service's ``requests`` (the chat endpoint's own are the server's ``requests``).
+
+    A batch stays ``validating`` until the test moves it: ``advance(status, ...)`` moves every
+    unfinished batch to ``in_progress``, ``completed`` (its lines answered; the first ``failing``
+    of them get a 500 in the error file: a partial failure), ``expired`` (the first ``answered``
+    lines answered, the others in the error file as ``batch_expired``) or ``failed`` (rejected,
+    nothing run). With ``steps`` set (a list of statuses), every retrieve of a batch moves it to
+    the next one, as a real batch goes on while a client polls.
+    """
+
+    def __init__(self, server: ScriptedServer) -> None:
+        self.server = server
+        self.requests: list[dict] = []  # every batch line's body run, in order (the chat endpoint's: server.requests)
+        self.files: dict[str, StoredFile] = {}
+        self.batches: dict[str, ScriptedBatch] = {}
+        self.steps: list[str] | None = None
+        self.retrieves = 0
+        self._ids = 0
+
+    # --- what a test controls -----------------------------------------------------------------
+
+    def advance(self, status: str, *, failing: int = 0, answered: int | None = None) -> list[str]:
+        """Move every unfinished batch to `status`; the ids moved."""
+        with self.server._lock:
+            moving = [b for b in self.batches.values() if b.status in UNFINISHED]
+        for batch in moving:
+            self._move(batch, status, failing=failing, answered=answered)
+        return [b.id for b in moving]
+
+    @property
+    def unfinished(self) -> list[ScriptedBatch]:
+        return [b for b in self.batches.values() if b.status in UNFINISHED]
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _next_id(self, prefix: str) -> str:
+        with self.server._lock:
+            self._ids += 1
+            return f"{prefix}-{self._ids:04d}"
+
+    def _store(self, purpose: str, filename: str, data: bytes) -> StoredFile:
+        stored = StoredFile(self._next_id("file"), purpose, filename, data, int(time.time()))
+        self.files[stored.id] = stored
+        return stored
+
+    def _move(self, batch: ScriptedBatch, status: str, *, failing: int = 0, answered: int | None = None) -> None:
+        now = int(time.time())
+        batch.times = {**(batch.times or {}), status: now}
+        if status in ("in_progress", "finalizing", "cancelling", "validating"):
+            batch.status = status
+            return
+        if status == "failed":
+            batch.errors = [{"code": "scripted_failure", "message": "the batch failed (scripted)", "param": None,
+                             "line": None}]
+            batch.status = "failed"
+            return
+        if status not in ("completed", "expired", "cancelled"):
+            raise ValueError(f"unknown batch status {status!r}")
+        outputs, errors = [], []
+        for n, line in enumerate(batch.lines):
+            run = status == "completed" or (answered is not None and n < answered)
+            if not run:
+                code = "batch_expired" if status == "expired" else "batch_cancelled"
+                errors.append({"id": f"batch_req_{batch.id}_{n}", "custom_id": line["custom_id"], "response": None,
+                               "error": {"code": code, "message": f"This request could not be executed before the "
+                                                                  f"batch was {status}."}})
+                continue
+            code, body = (500, error_body("The server had an error while processing your request (scripted)",
+                                          "server_error")) if n < failing else self._run(line["body"])
+            (outputs if code == 200 else errors).append({
+                "id": f"batch_req_{batch.id}_{n}", "custom_id": line["custom_id"],
+                "response": {"status_code": code, "request_id": f"req_{batch.id}_{n}", "body": body}, "error": None})
+        if outputs:
+            batch.output_file_id = self._store("batch_output", f"{batch.id}_output.jsonl", _jsonl(outputs)).id
+        if errors:
+            batch.error_file_id = self._store("batch_output", f"{batch.id}_error.jsonl", _jsonl(errors)).id
+        batch.completed, batch.failed = len(outputs), len(errors)
+        batch.status = status
+
+    def _run(self, body: dict) -> tuple[int, dict]:
+        """A batch line's body answered as the chat endpoint answers it (status, response body)."""
+        server = self.server
+        with server._lock:
+            self.requests.append(body)
+            number = len(self.requests)
+        refusal = server._refusal(body)
+        if refusal is not None:
+            return 400, refusal
+        reply = server._reply_to(body)
+        if not isinstance(reply, Reply):
+            return 500, reply
+        return 200, server._completion(body, reply, number)
+
+    def handle(self, handler: _Handler, method: str, raw: bytes) -> bool:
+        """Answer a Files or Batch API request; False when the path is neither."""
+        path, _, query = handler.path.partition("?")
+        parts = path.rstrip("/").split("/")[1:]  # ["v1", "files", ...]
+        if len(parts) < 2 or parts[0] != "v1" or parts[1] not in ("files", "batches"):
+            return False
+        try:
+            status, body = self._route(method, parts[1:], dict(p.split("=", 1) for p in query.split("&") if "=" in p),
+                                       raw, handler.headers.get("Content-Type", ""))
+        except Exception as exc:  # a bug here: visible to the test, not a hang
+            with self.server._lock:
+                self.server.errors.append(exc)
+            status, body = 500, error_body(f"batch service raised {exc!r}", "server_error")
+        if isinstance(body, bytes):
+            handler.send_bytes(status, body)
+        else:
+            handler.send_json(status, body)
+        return True
+
+    def _route(self, method: str, parts: list[str], query: dict[str, str], raw: bytes,
+               content_type: str) -> tuple[int, dict | bytes]:
+        kind, rest = parts[0], parts[1:]
+        if kind == "files" and method == "POST" and not rest:
+            return self._upload(raw, content_type)
+        if kind == "files" and method == "GET" and rest:
+            stored = self.files.get(rest[0])
+            if stored is None:
+                return 404, error_body(f"No such File object: {rest[0]}", "invalid_request_error", param="id")
+            return (200, stored.data) if rest[1:] == ["content"] else (200, stored.json())
+        if kind == "batches" and method == "POST" and not rest:
+            return self._create(raw)
+        if kind == "batches" and method == "GET" and not rest:
+            return 200, self._list(query)
+        if kind == "batches" and rest:
+            batch = self.batches.get(rest[0])
+            if batch is None:
+                return 404, error_body(f"No batch found with id '{rest[0]}'.", "invalid_request_error", param="id")
+            if method == "POST" and rest[1:] == ["cancel"]:
+                if batch.status in UNFINISHED:
+                    self._move(batch, "cancelling")
+                    self._move(batch, "cancelled", answered=0)
+                return 200, batch.json()
+            if method == "GET" and not rest[1:]:
+                self.retrieves += 1
+                if self.steps and batch.status in UNFINISHED:
+                    step = self.steps[min(self.steps.index(batch.status) + 1, len(self.steps) - 1)] \
+                        if batch.status in self.steps else self.steps[0]
+                    self._move(batch, step)
+                return 200, batch.json()
+        return 404, error_body(f"Unknown request URL: {method} /v1/{'/'.join(parts)}", "invalid_request_error",
+                               code="unknown_url")
+
+    def _upload(self, raw: bytes, content_type: str) -> tuple[int, dict]:
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in message.iter_parts() if message.is_multipart() else ():
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_filename(), part.get_payload(decode=True) or b"")
+        if "file" not in fields or "purpose" not in fields:
+            return 400, error_body("a file upload needs the fields 'file' and 'purpose'", "invalid_request_error")
+        purpose = fields["purpose"][1].decode()
+        if purpose not in ("batch", "fine-tune", "assistants", "vision", "user_data", "evals"):
+            return 400, error_body(f"'{purpose}' is not one of the supported purposes", "invalid_request_error",
+                                   param="purpose")
+        return 200, self._store(purpose, fields["file"][0] or "upload", fields["file"][1]).json()
+
+    def _create(self, raw: bytes) -> tuple[int, dict]:
+        try:
+            request = json.loads(raw)
+        except ValueError as exc:
+            return 400, error_body(f"the body is not JSON: {exc}", "invalid_request_error")
+        stored = self.files.get(str(request.get("input_file_id")))
+        if stored is None:
+            return 400, error_body(f"No such File object: {request.get('input_file_id')}", "invalid_request_error",
+                                   param="input_file_id")
+        if stored.purpose != "batch":
+            return 400, error_body("The input file must have purpose 'batch'", "invalid_request_error",
+                                   param="input_file_id")
+        if request.get("endpoint") not in BATCH_ENDPOINTS:
+            return 400, error_body(f"Invalid endpoint {request.get('endpoint')!r}", "invalid_request_error",
+                                   param="endpoint")
+        if request.get("completion_window") != "24h":
+            return 400, error_body("completion_window must be '24h'", "invalid_request_error",
+                                   param="completion_window")
+        metadata = request.get("metadata")
+        if metadata is not None and (len(metadata) > METADATA_KEYS or any(
+                len(k) > METADATA_KEY_CHARS or not isinstance(v, str) or len(v) > METADATA_VALUE_CHARS
+                for k, v in metadata.items())):
+            return 400, error_body("metadata: at most 16 keys of 64 characters, string values of 512",
+                                   "invalid_request_error", param="metadata")
+        lines, errors, seen = [], [], set()
+        for number, text in enumerate(stored.data.decode().splitlines(), start=1):
+            try:
+                line = json.loads(text)
+            except ValueError:
+                errors.append({"code": "invalid_json_line", "message": "This line is not valid JSON.", "line": number})
+                continue
+            if not isinstance(line, dict) or not line.get("custom_id") or line["custom_id"] in seen:
+                errors.append({"code": "duplicate_custom_id", "message": "custom_id is missing or repeated.",
+                               "line": number})
+            elif line.get("method") != "POST" or line.get("url") != request["endpoint"] \
+                    or not isinstance(line.get("body"), dict):
+                errors.append({"code": "invalid_request", "message": "method, url or body is invalid.", "line": number})
+            else:
+                seen.add(line["custom_id"])
+                lines.append(line)
+        batch = ScriptedBatch(self._next_id("batch"), stored.id, request["endpoint"], "24h", metadata,
+                              int(time.time()), lines)
+        if errors or not lines:
+            batch.status, batch.errors = "failed", [{**e, "param": None} for e in errors] or [
+                {"code": "empty_file", "message": "The input file has no requests.", "param": None, "line": None}]
+        self.batches[batch.id] = batch
+        return 200, batch.json()
+
+    def _list(self, query: dict[str, str]) -> dict:
+        newest = sorted(self.batches.values(), key=lambda b: b.id, reverse=True)
+        if "after" in query:
+            newest = [b for b in newest if b.id < query["after"]]
+        limit = int(query.get("limit", 20))
+        page = newest[:limit]
+        return {"object": "list", "data": [b.json() for b in page], "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None, "has_more": len(newest) > limit}
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return b"".join(json.dumps(row).encode() + b"\n" for row in rows)

@@ -12,7 +12,8 @@ import click
 from typing import TYPE_CHECKING
 
 from .. import uptodate
-from .session import FAILED, LOCKED, WRONG, KbuildError, Session, pass_session
+from . import batchmode
+from .session import FAILED, LOCKED, WAITING, WRONG, KbuildError, Session, pass_session
 
 if TYPE_CHECKING:
     from ..engine import Engine, Query, Report
@@ -27,13 +28,28 @@ if TYPE_CHECKING:
               help="exact: a rebuilt page stops the climb only when it is byte for byte the same.")
 @click.option("--force", is_flag=True,
               help="Overwrite pages edited by hand (their text is kept in .kbuild/overwritten/).")
+@click.option("--batch", is_flag=True,
+              help="Send the model calls the cache lacks through the server's batch service (OpenAI's Batch "
+                   "API: half the price, answered within 24 hours) and build what is answered; exit 4 while "
+                   "calls are submitted or running: run it again to collect.")
+@click.option("--wait", "wait_for_batches", is_flag=True,
+              help="With --batch: wait for each batch, with progress, and go on until the store is built.")
+@click.option("--poll", type=click.FloatRange(min=0), default=30.0, show_default=True, metavar="SECONDS",
+              help="With --batch --wait: how often to ask how the batches stand.")
 @pass_session
 def build(session: Session, dry_run: bool = False, as_json: bool = False, refresh: bool = False,
-          no_fetch: bool = False, cutoff: str = "meaning", force: bool = False) -> None:
+          no_fetch: bool = False, cutoff: str = "meaning", force: bool = False, batch: bool = False,
+          wait_for_batches: bool = False, poll: float = 30.0) -> None:
     """Bring the store up to date (the command to run after `git pull`).
+
+    Exit codes: 0 built; 1 something failed to build; 2 the command or the Kbuildfile is wrong;
+    3 another kbuild is building this store; 4 (--batch) calls were submitted or are still
+    running in a batch: run `kbuild build --batch` again to collect them.
 
     Example: kbuild build --dry-run   (then: kbuild build)
     """
+    if wait_for_batches and not batch:
+        raise KbuildError("--wait waits for batches: use it with --batch (kbuild build --batch --wait)", WRONG)
     if not (dry_run or as_json or refresh or no_fetch or cutoff != "meaning" or session.verbose):
         settled = session.settled_queries()
         if settled is not None:  # nothing changed since a build that left every query settled
@@ -62,29 +78,52 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     if dry_run:
         print_plan(engine, targets, as_json)
         return
+    batches = batchmode.service_for(app, engine.state_dir) if batch else None
     protect_hand_edits(engine, targets, force, "kbuild build", session.quiet)
     if not dry_run:
         uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
     show = not as_json and not session.quiet
-    # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
-    # terminal only (a log gets counts); a first build has no graph, and its bar counts without one.
-    recorded = engine.lock_path.exists() or engine.local.state_db.exists()
-    counted = show and recorded and sys.stderr.isatty()
-    progress = Progress(enabled=show, total=len(engine.plan(targets)) if counted else None)
-    try:
-        report = engine.build(targets, refresh=refresh, observer=progress)
-    except BuildLocked as exc:
-        raise KbuildError(str(exc), LOCKED) from None
-    except LockError as exc:
-        raise KbuildError(str(exc), WRONG) from None
-    except BuildStopped as exc:
-        raise KbuildError(str(exc), FAILED) from None
-    finally:
-        progress.close()
-    try:
-        save_report(LocalState(engine.state_dir), report)
-    except OSError as exc:  # the build is done; only `explain` loses its history
-        click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
+    while True:  # once; in batch mode, once per batch until nothing waits (or the batch is submitted)
+        collected = None
+        if batches is not None:
+            service, backend = batches
+            collected = batchmode.collect(service, show)
+            backend.batch = collected.calls
+        # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
+        # terminal only (a log gets counts); a first build has no graph, and its bar counts without one.
+        recorded = engine.lock_path.exists() or engine.local.state_db.exists()
+        counted = show and recorded and sys.stderr.isatty()
+        progress = Progress(enabled=show, total=len(engine.plan(targets)) if counted else None)
+        try:
+            report = engine.build(targets, refresh=refresh, observer=progress)
+        except BuildLocked as exc:
+            raise KbuildError(str(exc), LOCKED) from None
+        except LockError as exc:
+            raise KbuildError(str(exc), WRONG) from None
+        except BuildStopped as exc:
+            raise KbuildError(str(exc), FAILED) from None
+        finally:
+            progress.close()
+        try:
+            save_report(LocalState(engine.state_dir), report)
+        except OSError as exc:  # the build is done; only `explain` loses its history
+            click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
+        if batches is None or collected is None:
+            break
+        if not report.waiting:
+            batches[0].forget_results()  # every answer the store needed is in the call cache now
+            break
+        if not as_json:
+            print_report(report, session.debug, session.quiet, session.verbose)
+        pending = batchmode.submit(batches[0], collected, show)
+        if not pending:  # waits with nothing submitted or running: asking again would change nothing
+            raise KbuildError(f"{len(report.waiting)} queries wait for calls no batch holds; run "
+                              "`kbuild build --batch` again", FAILED)
+        if not wait_for_batches:
+            if as_json:
+                click.echo(json.dumps(report_json(report), indent=2, sort_keys=True))
+            raise click.exceptions.Exit(WAITING)
+        batchmode.wait(batches[0], pending, poll, show)
     if report.ok and spec.application is not None:
         for harness in spec.harness_files:
             update_harness(spec.root / harness, spec.root, spec.application.store.index())

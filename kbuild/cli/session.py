@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the engine is imported by the commands that run it: `--help
 FAILED = 1  # the build or a check failed (CI should stop)
 WRONG = 2  # the command or the Kbuildfile is wrong
 LOCKED = 3  # another kbuild holds the store
+WAITING = 4  # `build --batch`: calls were submitted or are still running; run it again to collect
 
 
 class KbuildError(click.ClickException):

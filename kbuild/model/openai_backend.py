@@ -28,8 +28,9 @@ from aiolimiter import AsyncLimiter
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from ..engine import Problem
+from ..engine import CallCache, Problem
 from ..text.tokens import estimate_tokens
+from .batchcalls import BatchCalls, BatchRefused
 from .calllog import CallLog
 from .settings import ModelSettings
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ..checks.grounding import Doubt
 
 MALFORMED_BODY_RETRIES = 2
+BATCH_PRICE = 0.5  # OpenAI's batch service charges half the online price
 
 
 TEMPLATES = {"reading": "read.md", "source summary": "source-summary.md", "abstract": "abstract.md",
@@ -132,6 +134,9 @@ class OpenAIBackend:
         self._requests = AsyncLimiter(settings.requests_per_minute, 60) if settings.requests_per_minute else None
         self._tokens = AsyncLimiter(settings.tokens_per_minute, 60) if settings.tokens_per_minute else None
         self._judge_off = False
+        # batch mode (`kbuild build --batch`): calls are answered from collected batches or
+        # deferred to the next one; how calls travel, not what they ask, so no fingerprint changes
+        self.batch: BatchCalls | None = None
 
     # -- what goes into fingerprints -------------------------------------------------------
 
@@ -310,36 +315,45 @@ class OpenAIBackend:
     async def _cached(self, ctx: Any, call: _Call, check: Callable[[Any], list[str]] | None) -> Any:
         computed = {}
 
-        async def compute() -> dict[str, Any]:
-            computed["yes"] = True
-            return await self._send(ctx, call, check)
-
-        started = time.perf_counter()
         # The cache key is what decides the reply: the call as first offered (a mode a server
         # refused later does not make a new call of the same question)
         key = {"backend": self.name, "base_url": self.settings.base_url or "", **call.body(self.mode)}
+
+        async def compute() -> dict[str, Any]:
+            computed["yes"] = True
+            return await self._send(ctx, call, check, CallCache.key(key))
+
+        started = time.perf_counter()
         response = await ctx.call(key, compute)
         if not computed:
             self._log(ctx).record(task=call.task, query=ctx.query_id, model=call.model, request=response.get("sent", key),
                                   response=response["content"], cache_hit=True, latency=time.perf_counter() - started)
         return response
 
-    async def _send(self, ctx: Any, call: _Call, check: Callable[[Any], list[str]] | None) -> dict[str, Any]:
-        """One call to the server, then validation: only a valid reply leaves here (to the cache)."""
+    async def _send(self, ctx: Any, call: _Call, check: Callable[[Any], list[str]] | None,
+                    custom_id: str) -> dict[str, Any]:
+        """One call to the server (or its answer from a batch, `custom_id` naming it there), then
+        validation: only a valid reply leaves here (to the cache)."""
         s = self.settings
-        estimate = sum(estimate_tokens(json.dumps(m["content"])) for m in call.messages) + call.max_tokens
-        if self._requests:
-            await self._requests.acquire()
-        if self._tokens:
-            await self._tokens.acquire(min(estimate, s.tokens_per_minute or estimate))
         started = time.perf_counter()
-        completion, sent = await self._create(ctx, call)
+        if self.batch is not None:
+            sent = call.body(self.mode)
+            completion = self._from_batch(ctx, self.batch, custom_id, sent)
+        else:
+            estimate = sum(estimate_tokens(json.dumps(m["content"])) for m in call.messages) + call.max_tokens
+            if self._requests:
+                await self._requests.acquire()
+            if self._tokens:
+                await self._tokens.acquire(min(estimate, s.tokens_per_minute or estimate))
+            completion, sent = await self._create(ctx, call)
         latency = time.perf_counter() - started
         content = (completion.choices[0].message.content or "") if completion.choices else ""
         usage = completion.usage
         tokens_in = usage.prompt_tokens if usage else 0
         tokens_out = usage.completion_tokens if usage else 0
         cost = s.cost(call.model, tokens_in, tokens_out)
+        if cost is not None and self.batch is not None:
+            cost *= BATCH_PRICE
         ctx.count("model calls", 1)
         ctx.count("tokens in", tokens_in)
         ctx.count("tokens out", tokens_out)
@@ -367,6 +381,14 @@ class OpenAIBackend:
         log.record(task=call.task, query=ctx.query_id, model=call.model, request=sent, response=content,
                    cache_hit=False, latency=latency, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         return response
+
+    @staticmethod
+    def _from_batch(ctx: Any, batch: BatchCalls, custom_id: str, body: dict[str, Any]) -> Any:
+        """A batch's answer to `body`; CallDeferred when none has come yet (the query waits)."""
+        try:
+            return batch.completion(custom_id, body)
+        except BatchRefused as exc:
+            raise Problem(f"{ctx.query_id}: the model server refused the request in its batch: {exc}") from None
 
     async def _create(self, ctx: Any, call: _Call) -> tuple[Any, dict[str, Any]]:
         """The completion, and the request body exactly as it was sent."""
@@ -428,8 +450,12 @@ class OpenAIBackend:
             return 0.0, False
 
         async def compute() -> dict[str, Any]:
-            completion = await self.client().chat.completions.create(
-                model=model, messages=messages, max_tokens=1, temperature=0, logprobs=True, top_logprobs=5)
+            body = {"model": model, "messages": messages, "max_tokens": 1, "temperature": 0, "logprobs": True,
+                    "top_logprobs": 5}
+            if self.batch is not None:
+                completion = self._from_batch(ctx, self.batch, CallCache.key(request), body)
+            else:
+                completion = await self.client().chat.completions.create(**body)
             choice = completion.choices[0]
             tops: dict[str, float] = {}
             if choice.logprobs and choice.logprobs.content:
