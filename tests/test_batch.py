@@ -187,3 +187,19 @@ def test_an_unreachable_batch_service_is_one_line_and_nothing_is_lost(tmp_path):
 def test_the_exit_codes_are_in_the_help():
     result = subprocess.run([sys.executable, "-m", "kbuild", "build", "--help"], capture_output=True, text=True)
     assert "4 (--batch) calls were submitted or are still" in " ".join(result.stdout.split())
+
+
+def test_a_request_the_server_refuses_in_a_batch_fails_its_page_with_the_reason_and_is_not_asked_again(tmp_path):
+    with ScriptedServer(faithful_reply, json_schema=False) as server:
+        root = store(tmp_path, server.url)
+        code, outputs = WAITING, []
+        while code == WAITING and len(outputs) < 10:
+            code, output = run(root, "build", "--batch")
+            outputs.append(output)
+            server.batch_service.advance("completed")
+        assert code == 1 and "Traceback" not in output, outputs
+        assert "the model server refused the request in its batch: response_format json_schema is not supported" \
+            in outputs[1]
+        asked = [line["custom_id"] for b in server.batch_service.batches.values()
+                 for line in map(json.loads, server.batch_service.files[b.input_file_id].data.splitlines())]
+        assert len(asked) == len(set(asked))  # a refused request is not sent again

@@ -246,3 +246,79 @@ def test_close_does_not_wait_for_a_sleeping_request():
 def test_unknown_fault_kinds_are_refused():
     with pytest.raises(ValueError, match="unknown fault kind"):
         Fault("418")  # type: ignore[arg-type]
+
+
+def batch_file(client: openai.OpenAI, *questions: str, url: str = "/v1/chat/completions"):
+    lines = "".join(json.dumps({"custom_id": f"q{n}", "method": "POST", "url": url,
+                                "body": {"model": "m", "messages": [{"role": "user", "content": q}]}}) + "\n"
+                    for n, q in enumerate(questions))
+    return client.files.create(file=("in.jsonl", lines.encode()), purpose="batch")
+
+
+def lines_of(client: openai.OpenAI, file_id: str | None) -> list[dict]:
+    return [json.loads(line) for line in client.files.content(file_id).text.splitlines()] if file_id else []
+
+
+def test_a_batch_goes_through_the_states_the_test_moves_it_to(server):
+    with sync_client(server) as client:
+        upload = batch_file(client, "one", "two", "three")
+        assert upload.purpose == "batch" and client.files.retrieve(upload.id).bytes == upload.bytes
+        batch = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
+                                      completion_window="24h", metadata={"created_by": "test"})
+        assert batch.status == "validating" and batch.metadata == {"created_by": "test"}
+        assert batch.request_counts.total == 3
+        server.batch_service.advance("in_progress")
+        assert client.batches.retrieve(batch.id).status == "in_progress"
+        assert server.requests == [] and server.batch_service.requests == []  # nothing ran yet
+        server.batch_service.advance("completed", failing=1)  # a partial failure
+        done = client.batches.retrieve(batch.id)
+        assert done.status == "completed" and (done.request_counts.completed, done.request_counts.failed) == (2, 1)
+        answers = lines_of(client, done.output_file_id)
+        assert [(a["custom_id"], a["response"]["status_code"]) for a in answers] == [("q1", 200), ("q2", 200)]
+        assert json.loads(answers[0]["response"]["body"]["choices"][0]["message"]["content"]) == {"echo": "two"}
+        errors = lines_of(client, done.error_file_id)
+        assert [(e["custom_id"], e["response"]["status_code"]) for e in errors] == [("q0", 500)]
+        assert len(server.batch_service.requests) == 2 and server.requests == []
+
+        expiring = client.batches.create(input_file_id=batch_file(client, "a", "b").id,
+                                         endpoint="/v1/chat/completions", completion_window="24h")
+        server.batch_service.advance("expired", answered=1)
+        expired = client.batches.retrieve(expiring.id)
+        assert expired.status == "expired" and [a["custom_id"] for a in lines_of(client, expired.output_file_id)] == ["q0"]
+        assert [e["error"]["code"] for e in lines_of(client, expired.error_file_id)] == ["batch_expired"]
+
+        failing = client.batches.create(input_file_id=batch_file(client, "x").id, endpoint="/v1/chat/completions",
+                                        completion_window="24h")
+        server.batch_service.advance("failed")
+        failed = client.batches.retrieve(failing.id)
+        assert failed.status == "failed" and failed.errors.data[0].code == "scripted_failure"
+        assert failed.output_file_id is None
+
+        cancelling = client.batches.create(input_file_id=batch_file(client, "y").id, endpoint="/v1/chat/completions",
+                                           completion_window="24h")
+        assert client.batches.cancel(cancelling.id).status == "cancelled"
+        listed = [b.id for b in client.batches.list(limit=2)]  # newest first, over pages
+        assert listed == [cancelling.id, failing.id, expiring.id, batch.id]
+
+
+def test_the_batch_service_refuses_what_openai_refuses(server):
+    with sync_client(server) as client:
+        upload = batch_file(client, "one")
+        with pytest.raises(openai.BadRequestError, match="completion_window"):
+            client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="1h")
+        with pytest.raises(openai.BadRequestError, match="metadata"):
+            client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h",
+                                  metadata={"k": "v" * 513})
+        wrong = client.batches.create(input_file_id=batch_file(client, "one", url="/v1/embeddings").id,
+                                      endpoint="/v1/chat/completions", completion_window="24h")
+        assert wrong.status == "failed" and wrong.errors.data[0].line == 1
+        with pytest.raises(openai.NotFoundError):
+            client.batches.retrieve("batch-none")
+
+
+def test_a_batch_moves_on_each_time_it_is_asked_about_when_told_to(server):
+    server.batch_service.steps = ["validating", "in_progress", "completed"]
+    with sync_client(server) as client:
+        batch = client.batches.create(input_file_id=batch_file(client, "one").id, endpoint="/v1/chat/completions",
+                                      completion_window="24h")
+        assert [client.batches.retrieve(batch.id).status for _ in range(3)] == ["in_progress", "completed", "completed"]
