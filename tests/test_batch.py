@@ -203,3 +203,25 @@ def test_a_request_the_server_refuses_in_a_batch_fails_its_page_with_the_reason_
         asked = [line["custom_id"] for b in server.batch_service.batches.values()
                  for line in map(json.loads, server.batch_service.files[b.input_file_id].data.splitlines())]
         assert len(asked) == len(set(asked))  # a refused request is not sent again
+
+
+def until_built(root: Path, server: ScriptedServer) -> tuple[int, str]:
+    """`kbuild build --batch` and the batch completed, again and again until nothing waits."""
+    for _ in range(10):
+        code, output = run(root, "build", "--batch")
+        if code != WAITING:
+            return code, output
+        server.batch_service.advance("completed")
+    raise AssertionError(output)
+
+
+def test_an_edit_rebuilt_in_batch_mode_asks_the_meaning_judge_in_a_batch_too(tmp_path, server):
+    root = store(tmp_path, server.url)
+    assert until_built(root, server)[0] == 0
+    (root / "payments.md").write_text(DOCS["payments.md"].replace("the whole amount", "the entire amount"))
+    code, output = until_built(root, server)
+    assert code == 0, output
+    judged = [r for r in server.batch_service.requests if r.get("logprobs")]
+    assert judged and judged[0]["max_tokens"] == 1  # the same-meaning question, batched
+    assert server.requests == []
+    assert "the entire amount" in (root / "kb/shop/facts/payments/payments.md").read_text()
