@@ -59,7 +59,7 @@ def collect(service: BatchService, show: bool) -> Collected:
     return collected
 
 
-def submit(service: BatchService, collected: Collected, show: bool) -> list[BatchRecord]:
+def submit(service: BatchService, collected: Collected, show: bool, will_wait: bool = False) -> list[BatchRecord]:
     """Submit what this build deferred; the batches to wait for (running and new)."""
     import openai
 
@@ -71,10 +71,12 @@ def submit(service: BatchService, collected: Collected, show: bool) -> list[Batc
         except openai.OpenAIError as exc:
             raise failing(service, exc) from None
         waiting.append(record)
-        if show:
+        if show and will_wait:
+            click.echo(f"submitted {len(calls.to_submit)} calls as batch {record.id}; waiting for it")
+        elif show:
             click.echo(f"submitted {len(calls.to_submit)} calls as batch {record.id}, run `kbuild build --batch` "
                        "again to collect (or add --wait)")
-    if calls.still_running and show:
+    if calls.still_running and show and not will_wait:
         ids = ", ".join(r.id for r in collected.running)
         click.echo(f"{len(calls.still_running)} calls are in batches still running ({ids}), run `kbuild build "
                    "--batch` again to collect")

@@ -57,11 +57,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
                 remote = ", 0 from the remote" if os.environ.get("KBUILD_CACHE_URL", "").strip() else ""
                 click.echo(f"0 ran, {settled} reused, 0 cut off, 0 failed, 0 calls (0 cached{remote}), 0.00s")
             return
-    from ..engine import BuildLocked, BuildStopped, LockError
     from ..harness import update_harness
-    from ..localstate import LocalState
-    from ..progress import Progress
-    from ..reports import report_json, save_report
+    from ..reports import report_json
 
     spec, engine = session.load()
     code = uptodate.code_stats(spec.root, [Path(p) for r in spec.rules for p in r.files])  # before a rule reads them
@@ -89,25 +86,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
             service, backend = batches
             collected = batchmode.collect(service, show)
             backend.batch = collected.calls
-        # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
-        # terminal only (a log gets counts); a first build has no graph, and its bar counts without one.
-        recorded = engine.lock_path.exists() or engine.local.state_db.exists()
-        counted = show and recorded and sys.stderr.isatty()
-        progress = Progress(enabled=show, total=len(engine.plan(targets)) if counted else None)
-        try:
-            report = engine.build(targets, refresh=refresh, observer=progress)
-        except BuildLocked as exc:
-            raise KbuildError(str(exc), LOCKED) from None
-        except LockError as exc:
-            raise KbuildError(str(exc), WRONG) from None
-        except BuildStopped as exc:
-            raise KbuildError(str(exc), FAILED) from None
-        finally:
-            progress.close()
-        try:
-            save_report(LocalState(engine.state_dir), report)
-        except OSError as exc:  # the build is done; only `explain` loses its history
-            click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
+        report = run_build(engine, targets, refresh, show)
         if batches is None or collected is None:
             break
         if not report.waiting:
@@ -115,7 +94,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
             break
         if not as_json:
             print_report(report, session.debug, session.quiet, session.verbose)
-        pending = batchmode.submit(batches[0], collected, show)
+        pending = batchmode.submit(batches[0], collected, show, will_wait=wait_for_batches)
         if not pending:  # waits with nothing submitted or running: asking again would change nothing
             raise KbuildError(f"{len(report.waiting)} queries wait for calls no batch holds; run "
                               "`kbuild build --batch` again", FAILED)
@@ -136,6 +115,35 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         print_report(report, session.debug, session.quiet, session.verbose)
     if not report.ok or fetch_problems:
         raise click.exceptions.Exit(FAILED)
+
+
+def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool) -> Report:
+    """One build with its progress shown, its report saved; the engine's errors as one line each."""
+    from ..engine import BuildLocked, BuildStopped, LockError
+    from ..localstate import LocalState
+    from ..progress import Progress
+    from ..reports import save_report
+
+    # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
+    # terminal only (a log gets counts); a first build has no graph, and its bar counts without one.
+    recorded = engine.lock_path.exists() or engine.local.state_db.exists()
+    counted = show and recorded and sys.stderr.isatty()
+    progress = Progress(enabled=show, total=len(engine.plan(targets)) if counted else None)
+    try:
+        report = engine.build(targets, refresh=refresh, observer=progress)
+    except BuildLocked as exc:
+        raise KbuildError(str(exc), LOCKED) from None
+    except LockError as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    except BuildStopped as exc:
+        raise KbuildError(str(exc), FAILED) from None
+    finally:
+        progress.close()
+    try:
+        save_report(LocalState(engine.state_dir), report)
+    except OSError as exc:  # the build is done; only `explain` loses its history
+        click.secho(f"warning: could not save the build report: {exc.strerror or exc}", fg="yellow", err=True)
+    return report
 
 
 def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, command: str, quiet: bool = False) -> None:
