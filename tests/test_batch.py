@@ -225,3 +225,13 @@ def test_an_edit_rebuilt_in_batch_mode_asks_the_meaning_judge_in_a_batch_too(tmp
     assert judged and judged[0]["max_tokens"] == 1  # the same-meaning question, batched
     assert server.requests == []
     assert "the entire amount" in (root / "kb/shop/facts/payments/payments.md").read_text()
+
+
+def test_json_says_what_waits_and_exits_4(tmp_path, server):
+    root = store(tmp_path, server.url)
+    done = subprocess.run([sys.executable, "-m", "kbuild", "-C", str(root), "build", "--batch", "--json"],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == WAITING, done.stderr
+    report = json.loads(done.stdout)
+    assert report["failed"] == {} and 'reading("shop","payments","payments")' in report["waiting"]
+    assert len(server.batch_service.batches) == 1

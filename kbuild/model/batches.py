@@ -43,6 +43,14 @@ LISTED_DAYS = 7  # a lost batch is looked for among the account's batches of the
 RETRIED_STATUSES = (408, 409, 429)  # a client error that asking again may cure
 
 
+class BatchResult(BaseModel):
+    """One request of a collected batch, as kept in results/: its answer, or the server's refusal."""
+
+    custom_id: str
+    answer: dict[str, Any] | None = None  # the chat.completion body
+    refused: str | None = None
+
+
 class BatchRecord(BaseModel):
     """A batch this store submitted and has not collected."""
 
@@ -113,12 +121,12 @@ class BatchService:
         with contextlib.suppress(FileNotFoundError):
             (self.folder / f"{batch_id}.json").unlink()
 
-    def _results(self) -> Iterator[dict[str, Any]]:
+    def _results(self) -> Iterator[BatchResult]:
         for path in sorted((self.folder / "results").glob("*.jsonl")):
             with contextlib.suppress(OSError):
                 for line in path.read_text().splitlines():
-                    with contextlib.suppress(ValueError):
-                        yield json.loads(line)
+                    with contextlib.suppress(ValueError):  # a damaged line is a request asked again
+                        yield BatchResult.model_validate_json(line)
 
     def forget_results(self) -> None:
         """After a build with nothing waiting every answer it needed is in the call cache."""
@@ -152,11 +160,11 @@ class BatchService:
                 collected.problems.append(f"batch {record.id} failed ({reasons or 'no reason given'}); its "
                                           f"{len(record.custom_ids)} calls go into a new batch")
         calls = collected.calls
-        for line in self._results():
-            if line.get("answer") is not None:
-                calls.answers[line["custom_id"]] = line["answer"]
-            elif line.get("refused") is not None:
-                calls.refusals[line["custom_id"]] = line["refused"]
+        for result in self._results():
+            if result.answer is not None:
+                calls.answers[result.custom_id] = result.answer
+            elif result.refused is not None:
+                calls.refusals[result.custom_id] = result.refused
         calls.running = {c for r in collected.running for c in r.custom_ids} - calls.answers.keys()
         return collected
 
@@ -184,20 +192,22 @@ class BatchService:
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 rows += [json.loads(line) for line in self.client.files.content(file_id).text.splitlines() if line.strip()]
-        kept, refused, retried = [], 0, 0
+        kept: list[BatchResult] = []
+        refused = retried = 0
         for row in rows:
             response = row.get("response") or {}
             status, body = response.get("status_code"), response.get("body") or {}
             if status == 200:
-                kept.append({"custom_id": row["custom_id"], "answer": body})
+                kept.append(BatchResult(custom_id=row["custom_id"], answer=body))
             elif isinstance(status, int) and 400 <= status < 500 and status not in RETRIED_STATUSES:
                 error = body.get("error") if isinstance(body.get("error"), dict) else {}
-                kept.append({"custom_id": row["custom_id"], "refused": str(error.get("message") or f"status {status}")})
+                kept.append(BatchResult(custom_id=row["custom_id"],
+                                        refused=str(error.get("message") or f"status {status}")))
                 refused += 1
             else:  # a server error, an expired or cancelled request: asked again, in the next batch
                 retried += 1
         atomic_write(self.folder / "results" / f"{batch.id}.jsonl",
-                     "".join(json.dumps(row, sort_keys=True) + "\n" for row in kept).encode())
+                     "".join(result.model_dump_json() + "\n" for result in kept).encode())
         return len(kept) - refused, refused, retried
 
     # -- submit --------------------------------------------------------------------------------
