@@ -146,7 +146,25 @@ def _evidence(root: Path, provenance: Provenance, where: str) -> list[Evidence]:
 
 def _event(action: str, revision: int, provenance: Provenance, at: str) -> Event:
     return Event(action=action, revision=revision, at=at, by=provenance.by, origin=provenance.origin,  # type: ignore[arg-type]
-                 session=provenance.session, file=provenance.file)
+                 session=provenance.session, file=provenance.file, message=provenance.message)
+
+
+def _transcript_role(root: Path, provenance: Provenance, where: str) -> str | None:
+    """The role of the transcript message the provenance names (None when it names none): what
+    decides whether its words may be confirmed, whatever the writer says its origin is."""
+    from .convert.transcript import role_of
+
+    if provenance.message is None:
+        return None
+    full = (root / (provenance.file or "")).resolve()
+    if provenance.file is None or not full.is_relative_to(root.resolve()) or not full.is_file():
+        raise DeltaRefused(f"{where}: message {provenance.message!r} needs `file`, the transcript (JSON Lines) inside "
+                           "the project it is from")
+    role = role_of(full.read_bytes(), provenance.message)
+    if role is None:
+        raise DeltaRefused(f"{where}: {provenance.file} is not a transcript with a message {provenance.message!r}; "
+                           "name a message id it has")
+    return role
 
 
 def plan(root: Path, store: Store, delta: Delta, listed: set[str]) -> Plan:
@@ -208,6 +226,10 @@ def plan(root: Path, store: Store, delta: Delta, listed: set[str]) -> Plan:
         where = f"action {n} ({action.action} {action.note})"
         for text in (getattr(action, "title", ""), getattr(action, "text", ""), getattr(action, "reason", "")):
             _checked(text, where)
+        role = _transcript_role(root, action.provenance, where)
+        if role is not None and role != "user" and action.provenance.origin == "user":
+            raise DeltaRefused(f"{where}: message {action.provenance.message} of {action.provenance.file} was said by "
+                               f"the {role}, not the user; give its origin as agent or tool")
         if isinstance(action, AddNote):
             if action.status == "confirmed" and action.provenance.origin != "user":
                 raise DeltaRefused(f"{where}: only a person's own words (origin user) may enter as confirmed; this is "

@@ -52,6 +52,9 @@ class Provenance(BaseModel):
     origin: Origin = "agent"
     session: str | None = Field(None, max_length=200)
     file: str | None = Field(None, max_length=500, description="the file the writer was working on")
+    message: str | None = Field(None, max_length=200,
+                                description="the id of the message of the transcript `file` (JSON Lines) it "
+                                            "comes from; a message that is not the user's enters as a candidate")
     evidence: str | None = Field(None, max_length=500,
                                  description="a file of the project the note rests on; when it changes the note "
                                              "needs review")
@@ -80,6 +83,7 @@ class Event(BaseModel):
     origin: Origin
     session: str | None = None
     file: str | None = None
+    message: str | None = None
 
 
 class NoteHeader(BaseModel):

@@ -220,7 +220,7 @@ def test_forgetting_leaves_no_copy_in_pages_indexes_search_index_or_cache(tmp_pa
 
         out = ok(store, "forget", "reserve", "--reason", "not for the knowledge base", "--by", "carol")
         assert "forgot shop/reserve" in out
-        for where in (store / "kb", store / ".kbuild/cache"):
+        for where in (store / "kb", store / ".kbuild"):  # pages, indexes, search index, call cache and log, state
             holding = [path for path, data in everything_under(where).items() if b"zephyrbank" in data.lower()]
             assert holding == [], holding
         assert "Zephyrbank" not in ok(store, "logs", "-n", "1000", "--full")
@@ -237,3 +237,41 @@ def test_forgetting_leaves_no_copy_in_pages_indexes_search_index_or_cache(tmp_pa
         page.write_text(page.read_text() + "\n" + secretive + "\n")
         failed = kbuild(store, "check")
         assert failed.exit_code == 1 and "forgotten note" in failed.output
+
+
+TRANSCRIPT = [
+    {"id": "m1", "role": "user", "content": "I prefer refunds to go back to the original card, never to store credit."},
+    {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "Noted. Refunds above 500 EUR need a second "
+                                                                          "approval from the finance team."}]},
+    {"id": "m3", "role": "tool", "content": "refund_service: 42 refunds pending approval", "ts": "2026-12-01T10:00"},
+]
+
+
+def test_a_transcript_is_a_source_sliced_by_message_with_roles_as_provenance(store):
+    (store / "chat.jsonl").write_text("".join(json.dumps(m) + "\n" for m in TRANSCRIPT))
+    ok(store, "add", "shop", "chat.jsonl")
+    ok(store)
+    text = (store / "kb/shop/facts/chat/text.md").read_text()
+    assert "## user, message m1 (the user's own words)" in text
+    assert "## assistant, message m2 (candidate: not the user's words, not confirmed)" in text
+    assert "## tool, message m3 (candidate" in text
+    facts = [p.read_text() for p in (store / "kb/shop/facts/chat").glob("*.md") if p.name not in ("index.md", "text.md")]
+    for message, words in (("user, message m1", "original card"), ("assistant, message m2", "second approval"),
+                           ("tool, message m3", "42 refunds pending")):
+        holding = [page for page in facts if words in page.split("## Original", 1)[1].split("## Rewritten", 1)[0]]
+        assert holding and all(f"{message} (" in page for page in holding), message  # its role and id, with it
+    context = ok(store, "context", "what approval do refunds above 500 EUR need?", "--budget", "600")
+    assert "assistant, message m2 (candidate: not the user's words, not confirmed)" in context
+    ok(store, "check")
+
+    # what the user said may enter confirmed; what the assistant said may not, whatever the writer claims
+    from_user = {"by": "alice", "origin": "user", "file": "chat.jsonl", "message": "m1"}
+    ok(store, "learn", delta(store, "u.json", add(note="refund-to-card", status="confirmed", provenance=from_user)))
+    claimed = {**from_user, "message": "m2"}
+    refused = kbuild(store, "learn", delta(store, "a.json", add(note="approval", status="confirmed", provenance=claimed)))
+    assert refused.exit_code == 1 and "said by the assistant, not the user" in refused.output
+    missing = kbuild(store, "learn", delta(store, "m.json", add(note="x", provenance={**from_user, "message": "m9"})))
+    assert missing.exit_code == 1 and "no" in missing.output and "m9" in missing.output
+    ok(store, "learn", delta(store, "c.json", add(note="approval", provenance={**claimed, "by": "claude-code",
+                                                                             "origin": "agent"})))
+    assert "status: candidate" in (store / "kb/shop/notes/approval.md").read_text()

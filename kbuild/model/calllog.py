@@ -129,6 +129,7 @@ class CallLog:
             self.db.execute("DELETE FROM calls WHERE id = ?", (row_id,))
         if ids:
             self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the write-ahead log held the old pages too
         return len(ids)
 
     def average_tokens(self) -> tuple[float, float] | None:
