@@ -208,6 +208,16 @@ def banner(header: NoteHeader, changed: list[str]) -> str:
     return f"> {line}\n"
 
 
+STATUS_WORDS = {"candidate": "candidate note, not confirmed", "confirmed": "confirmed note",
+                "needs-review": "note needing review", "superseded": "superseded note", "withdrawn": "withdrawn note"}
+
+
+def note_title(header: NoteHeader, changed: list[str]) -> str:
+    """The note's title with its status, as views, indexes and context crumbs show it: a
+    section drawn from a candidate says so in its heading."""
+    return f"{header.title} ({STATUS_WORDS[effective_status(header, changed)]})"
+
+
 def note_text(note: Note, changed: list[str]) -> str:
     """What a note's facts are built from: its banner, its title as a heading, its body."""
     return f"{banner(note.header, changed)}\n# {note.header.title}\n\n{note.body.rstrip()}\n"

@@ -275,3 +275,15 @@ def test_a_transcript_is_a_source_sliced_by_message_with_roles_as_provenance(sto
     ok(store, "learn", delta(store, "c.json", add(note="approval", provenance={**claimed, "by": "claude-code",
                                                                              "origin": "agent"})))
     assert "status: candidate" in (store / "kb/shop/notes/approval.md").read_text()
+
+
+def test_views_and_indexes_say_a_note_is_a_candidate(store):
+    ok(store, "learn", delta(store, "d1.json", add()))
+    ok(store)
+    digest = (store / "kb/shop/artifacts/views/digest.md").read_text()
+    assert "## Refund payout time (candidate note, not confirmed)" in digest
+    assert "Refund payout time (candidate note, not confirmed)" in (store / "kb/shop/facts/refund-days/index.md").read_text()
+    ok(store, "confirm", "refund-days", "--by", "alice")
+    ok(store)
+    digest = (store / "kb/shop/artifacts/views/digest.md").read_text()
+    assert "## Refund payout time (confirmed note)" in digest and "candidate" not in digest
