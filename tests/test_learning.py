@@ -287,3 +287,22 @@ def test_views_and_indexes_say_a_note_is_a_candidate(store):
     ok(store)
     digest = (store / "kb/shop/artifacts/views/digest.md").read_text()
     assert "## Refund payout time (confirmed note)" in digest and "candidate" not in digest
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Knowledge from work: notes", 1)[1]
+    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KBUILD_"))}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    done = subprocess.run(["bash", "-ec", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "would add refund-days: revision 0 -> 1, candidate" in done.stdout
+    assert "Candidate note" in done.stdout and "3 working days" in done.stdout  # the context
+    assert "forgot payments/refund-days" in done.stdout
+    assert "id: refund-days" in (tmp_path / "notes-demo/kb/payments/notes/tombstones.yml").read_text()
