@@ -306,3 +306,80 @@ def test_the_readme_example_runs_as_written(tmp_path):
     assert "Candidate note" in done.stdout and "3 working days" in done.stdout  # the context
     assert "forgot payments/refund-days" in done.stdout
     assert "id: refund-days" in (tmp_path / "notes-demo/kb/payments/notes/tombstones.yml").read_text()
+
+
+def pages_of(root: Path, project: str = "shop") -> dict[str, str]:
+    """Every generated page of a project, by its path inside the project."""
+    folder = root / "kb" / project
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*.md"))
+            if p.relative_to(folder).parts[0] in ("facts", "artifacts", "index.md")}
+
+
+@pytest.mark.parametrize("name", ["bundle", "bundle.tar.gz"])
+def test_an_exported_bundle_imports_into_a_fresh_store_that_builds_the_same_pages(store, tmp_path_factory, name):
+    ok(store, "learn", delta(store, "d1.json", add()))
+    ok(store, "learn", delta(store, "d2.json", add(note="reserve", text="The refund reserve is kept at the "
+                                                                           "Zephyrbank branch in Lisbon.")))
+    ok(store, "confirm", "refund-days", "--by", "alice")
+    ok(store)
+    ok(store, "forget", "reserve")
+    out = ok(store, "export", "shop", f"../{store.name}-{name}", "--raw")
+    assert "1 sources, 1 notes" in out and "1 tombstones" in out
+    bundle = store.parent / f"{store.name}-{name}"
+    if bundle.is_dir():
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        assert manifest["schema"] == "kbuild.bundle/1" and manifest["project"] == "shop"
+        assert set(manifest["hashes"]) >= {"sources.json", "facts.json", "notes/refund-days.md", "tombstones.yml"}
+        assert not any(b"Zephyrbank" in p.read_bytes() for p in bundle.rglob("*") if p.is_file())
+        facts = json.loads((bundle / "facts.json").read_text())
+        assert {"refund-days/refund-payout-time", "payments/refunds"} <= {f["id"] for f in facts}
+
+    fresh = tmp_path_factory.mktemp("fresh")
+    ok(fresh, "init", str(fresh))
+    (fresh / "Kbuildfile.py").write_text((store / "Kbuildfile.py").read_text())
+    planned = ok(fresh, "import", str(bundle), "--dry-run")
+    assert "would add note refund-days" in planned and "would add source payments" in planned
+    assert "would add the tombstone of reserve" in planned
+    assert not (fresh / "kb/shop").exists()  # a dry run writes nothing
+    ok(fresh, "import", str(bundle))
+    ok(fresh)
+    assert len(pages_of(store)) > 8 and pages_of(fresh) == pages_of(store)
+    assert "status: confirmed" in (fresh / "kb/shop/notes/refund-days.md").read_text()
+    ok(fresh, "check")
+    again = ok(fresh, "import", str(bundle), "--dry-run")  # merged by id and hash: nothing left to add
+    assert "would add" not in again and "facts: " in again and "0 with other words" in again
+
+
+def test_an_import_keeps_a_conflict_for_a_person_and_refuses_a_bad_bundle(store, tmp_path):
+    ok(store, "learn", delta(store, "d1.json", add()))
+    ok(store)
+    ok(store, "export", "shop", "../exported")
+    bundle = store.parent / "exported"
+    ok(store, "learn", delta(store, "d2.json", {"action": "append", "note": "refund-days", "base_revision": 1,
+                                                "text": "A refund to a closed card is paid by bank transfer.",
+                                                "provenance": AGENT}))
+    mine = (store / "kb/shop/notes/refund-days.md").read_text()
+    result = kbuild(store, "import", str(bundle))
+    assert result.exit_code == 1 and "conflict: note refund-days: another version here" in result.output
+    assert (store / "kb/shop/notes/refund-days.md").read_text() == mine  # never "last import wins"
+    kept = list((store / "kb/shop/notes/conflicts").glob("refund-days.*.md"))
+    assert len(kept) == 1 and "bank transfer" not in kept[0].read_text()
+    ok(store)
+    failed = kbuild(store, "check")
+    assert failed.exit_code == 1 and "kept by `kbuild import` for a person to decide" in failed.output
+
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "schema": "kbuild.bundle/9"}))
+    wrong = kbuild(store, "import", str(bundle), "--dry-run")
+    assert wrong.exit_code == 2 and "reads kbuild.bundle/1" in wrong.output and "Traceback" not in wrong.output
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    (bundle / "notes/refund-days.md").write_text("tampered\n")
+    damaged = kbuild(store, "import", str(bundle), "--dry-run")
+    assert damaged.exit_code == 2 and "not what the manifest says" in damaged.output
+
+    missing = tmp_path / "no-raw"
+    ok(store, "export", "shop", str(missing))
+    other = tmp_path / "other"
+    ok(other, "init", str(other))
+    planned = kbuild(other, "import", str(missing), "--dry-run")
+    assert "missing: source payments: payments.md is not here" in planned.output

@@ -42,6 +42,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "stale": ("Stale pages", 15, "major"),
     "forgotten-text": ("Forgotten note still in a page", 3, "critical"),
     "bad-note": ("Note that does not parse", 8, "major"),
+    "import-conflict": ("Note kept from an import, to decide", 8, "major"),
     "needs-review": ("Note whose evidence changed", 16, "minor"),
 }
 _UNKNOWN = ("kbuild check", 99, "major")

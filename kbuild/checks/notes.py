@@ -32,6 +32,11 @@ def note_findings(root: Path, store: Store, projects: Iterable[str], pages: Mapp
                                              "written", f"re-read it, then `kbuild confirm {project}/{header.id}` "
                                                         "(or supersede or withdraw it with `kbuild learn`)",
                                         "needs-review", rel))
+        for kept in sorted((root / store.notes_dir(project) / "conflicts").glob("*.md")):
+            rel = kept.relative_to(root).as_posix()
+            findings.append(Finding(rel, "another version of a note, kept by `kbuild import` for a person to decide",
+                                    f"compare it with {store.note(project, kept.name.split('.', 1)[0])}, supersede or "
+                                    f"append with `kbuild learn`, then rm {rel}", "import-conflict", rel))
     forgotten = {p: Forgotten(s for t in found for s in t.sentences)
                  for p, found in all_tombstones(root, store, projects).items()}
     if not any(forgotten.values()):

@@ -200,8 +200,8 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
             continue
         if not file.is_file() or "/raw/" in f"/{rel}" or file.name == "sources.yml" or rel in produced:
             continue
-        if file.relative_to(root / store_root).parts[1:2] == ("notes",):  # notes are sources (kbuild learn)
-            continue
+        if file.relative_to(root / store_root).parts[1:2] in (("notes",), ("imported",)):
+            continue  # notes (kbuild learn) and the copies a bundle brought (kbuild import) are sources
         if file.name.endswith(TEMP_SUFFIX):
             findings.append(Finding(rel, "a temporary file left by an interrupted build", f"rm {rel}", "temporary-file", rel))
         else:

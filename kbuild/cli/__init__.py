@@ -33,12 +33,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                      "context."),
     "explain": ("inspection", "explain", "Why a query or a generated file would rebuild, what it read and what "
                                          "reads it."),
+    "export": ("bundles", "export", "Write PROJECT's facts, notes, tombstones and source descriptions to BUNDLE (a new "
+                                    "folder, or NAME.tar.gz)."),
     "forget": ("learn", "forget", "Forget a note (ID or PROJECT/ID): a tombstone replaces it, and the build it runs "
                                   "removes or rebuilds every page built on it; cached and logged calls holding its "
                                   "words are deleted."),
     "graph": ("inspection", "graph", "Print the recorded dependency graph (edges point from a query to what it "
                                      "read), whole or around one PAGE (a generated file or a query id): what it is "
                                      "built on and what is built on it."),
+    "import": ("bundles", "import_command", "Merge a bundle into the store by id and hash: a conflict is kept for a "
+                                            "person, never overwritten."),
     "init": ("init", "init", "Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore "
                              "lines."),
     "learn": ("learn", "learn", "Apply a delta (JSON, docs/learning.md) of notes learned while working: add, append, "
