@@ -185,9 +185,8 @@ def plan(root: Path, store: Store, delta: Delta, listed: set[str]) -> Plan:
         return current[note_id]
 
     def create(note_id: str, title: str, text: str, status: str, action: _Action, supersedes: list[str]) -> None:
-        if note(note_id) is not None:
-            found = current[note_id]
-            assert found is not None
+        found = note(note_id)
+        if found is not None:
             raise DeltaRefused(f"note {note_id} exists (revision {found.header.revision}); re-read it and append to "
                                "it or supersede it", notes.render(found), note_id, found.header.revision)
         if note_id in listed:
