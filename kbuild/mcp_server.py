@@ -44,6 +44,10 @@ its parent and children. Page ids are paths from the repository root (kb/...), a
 also a resource at kbuild://<id>; kbuild://kb/index.md is the root index. `status` says whether
 the store is up to date (the server never builds: run `kbuild` for that); `explain` says why a
 page would rebuild and what it was built from."""
+LEARN_INSTRUCTIONS = """ This server also offers `learn`: write back what you found as notes
+(a delta, schema kbuild.delta/1), each action naming the revision of the note you read (0 for a
+new note) and your provenance; a refusal gives the note's current text to re-read. Notes enter as
+candidates; their pages follow at the next `kbuild`."""
 
 
 class StoreError(Exception):
@@ -184,7 +188,8 @@ def server(store: Store, allow_learn: bool = False) -> MCPServer:
                 raise ResourceNotFoundError(str(exc)) from None
             return [ReadResourceContents(content=text, mime_type="text/markdown")]
 
-    app = StoreServer("kbuild", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    app = StoreServer("kbuild", instructions=INSTRUCTIONS + (LEARN_INSTRUCTIONS if allow_learn else ""),
+                      version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
 
