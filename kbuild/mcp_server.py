@@ -1,8 +1,10 @@
 """`kbuild mcp`: the store served to MCP clients (Claude Code, Cursor, Copilot...) over stdio.
 
 Tools `search`, `context`, `show`, `status` and `explain`, and a resource for every page of the
-store (the root index first). Each tool answers with the JSON its command prints with `--json`
-(kbuild/answers.py, docs/json.md), built by the same functions. Read-only: the server never
+store (the root index first); `learn` (a delta of notes, kbuild.learning) only when the server
+is started with `--allow-learn`. Each tool answers with the JSON its command prints with `--json`
+(kbuild/answers.py, docs/json.md), built by the same functions. Read-only unless learning is
+allowed, and even then it writes notes only: the server never
 starts a build and writes nothing (not even the lookup log `kbuild search` keeps); a client
 that wants fresh pages runs `kbuild` itself. Pages are named by their path relative to the
 repository root (the Kbuildfile's folder), and a page's resource URI is `kbuild://` + that id.
@@ -42,6 +44,10 @@ its parent and children. Page ids are paths from the repository root (kb/...), a
 also a resource at kbuild://<id>; kbuild://kb/index.md is the root index. `status` says whether
 the store is up to date (the server never builds: run `kbuild` for that); `explain` says why a
 page would rebuild and what it was built from."""
+LEARN_INSTRUCTIONS = """ This server also offers `learn`: write back what you found as notes
+(a delta, schema kbuild.delta/1), each action naming the revision of the note you read (0 for a
+new note) and your provenance; a refusal gives the note's current text to re-read. Notes enter as
+candidates; their pages follow at the next `kbuild`."""
 
 
 class StoreError(Exception):
@@ -82,13 +88,13 @@ class Store:
         project = self._project(project)
         return answers.search_answer(query, project, search(self.store, self.root, query, project, limit))
 
-    def context(self, question: str, budget: int = 4000, project: str | None = None) -> Answer:
+    def context(self, question: str, budget: int = 4000, project: str | None = None, history: bool = False) -> Answer:
         if not question.strip():
             raise StoreError("give a question")
         if budget < 1:
             raise StoreError("budget must be 1 token or more")
         project = self._project(project)
-        kept, summarised, trace = compose(self.store, self.root, question, budget, project)
+        kept, summarised, trace = compose(self.store, self.root, question, budget, project, history=history)
         text = render_context(question, kept, summarised)
         return answers.context_answer(question, project, budget, kept, summarised, trace, text)
 
@@ -114,6 +120,26 @@ class Store:
             raise StoreError(f"{what} is neither a recorded query nor a file one wrote")
         return answers.explain_answer(found)
 
+    def learn(self, delta: dict[str, Any], dry_run: bool = False) -> Answer:
+        """A delta applied to the notes (kbuild.learning), as `kbuild learn` applies it; refused
+        whole, with the note's current text, when it was written against another revision."""
+        import json
+
+        from .learning import BadDelta, DeltaRefused, apply, learn_answer, parse_delta, plan_delta
+
+        app = self.spec.application
+        if app is None:
+            raise StoreError(f"{self.spec.path} defines no knowledge base")
+        try:
+            plan = plan_delta(self.root, app.store, parse_delta(json.dumps(delta), "the delta"))
+        except BadDelta as exc:
+            raise StoreError(str(exc)) from None
+        except DeltaRefused as exc:
+            raise StoreError(str(exc) + (f"\n\n{exc.current}" if exc.current else "")) from None
+        if not dry_run:
+            apply(self.root, app.store, plan)
+        return learn_answer(plan, not dry_run)
+
     def _targets(self, spec: Buildfile) -> list[Any]:
         from .cli.session import KbuildError
 
@@ -133,8 +159,9 @@ class Store:
         return self.show(page)["text"]
 
 
-def server(store: Store) -> MCPServer:
-    """The MCP server over `store`: its tools, and its pages as resources."""
+def server(store: Store, allow_learn: bool = False) -> MCPServer:
+    """The MCP server over `store`: its tools, and its pages as resources; with `allow_learn`,
+    the one tool that writes (`learn`: a delta of notes, never a build)."""
     from mcp.server.lowlevel.helper_types import ReadResourceContents
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -161,7 +188,8 @@ def server(store: Store) -> MCPServer:
                 raise ResourceNotFoundError(str(exc)) from None
             return [ReadResourceContents(content=text, mime_type="text/markdown")]
 
-    app = StoreServer("kbuild", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    app = StoreServer("kbuild", instructions=INSTRUCTIONS + (LEARN_INSTRUCTIONS if allow_learn else ""),
+                      version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
 
@@ -184,11 +212,14 @@ def server(store: Store) -> MCPServer:
     @app.tool(annotations=read_only)
     def context(question: Annotated[str, Field(description="the question, in your own words")],
                 budget: Annotated[int, Field(description="tokens the context may use")] = 4000,
-                project: Project = None) -> dict[str, Any]:
+                project: Project = None,
+                history: Annotated[bool, Field(description="include notes that were superseded or withdrawn")] = False
+                ) -> dict[str, Any]:
         """A context for the question: the facts that match, grouped by section and kept whole
         until the token budget is spent, the rest as one-line summaries. `text` is the Markdown;
-        `sections` and `summaries` name the pages. Schema kbuild.context/2."""
-        return answer(store.context, question, budget, project)
+        `sections` and `summaries` name the pages. A note that is only a candidate says so at its
+        top. Schema kbuild.context/2."""
+        return answer(store.context, question, budget, project, history)
 
     @app.tool(annotations=read_only)
     def show(page: Annotated[str, Field(description="a page id: its path from the repository root, "
@@ -209,13 +240,29 @@ def server(store: Store) -> MCPServer:
         Schema kbuild.explain/1."""
         return answer(store.explain, what)
 
+    if allow_learn:
+        writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                 open_world_hint=False)
+
+        @app.tool(annotations=writes)
+        def learn(delta: Annotated[dict[str, Any], Field(description="a delta, schema kbuild.delta/1 "
+                                                                     "(docs/learning.md): project and actions")],
+                  dry_run: Annotated[bool, Field(description="only say what it would change")] = False
+                  ) -> dict[str, Any]:
+            """Write back what you learned as notes: add, append, supersede or withdraw, each action
+            naming the revision of its note you read (0 for a new note) and your provenance. A
+            note enters as a candidate; a delta written against an older revision is refused with
+            the note's current text: re-read it and send the delta again. Nothing is built: the
+            notes' pages follow at the next `kbuild`. Schema kbuild.learn/1."""
+            return answer(store.learn, delta, dry_run)
+
     return app
 
 
-def serve(session: Session) -> None:
+def serve(session: Session, allow_learn: bool = False) -> None:
     """Serve the store of `session` over stdin and stdout until the client closes them."""
     sys.dont_write_bytecode = True  # read-only means no __pycache__ for the Kbuildfile either
-    app = server(Store(session))
+    app = server(Store(session), allow_learn)
     with contextlib.suppress(KeyboardInterrupt):
         app.run("stdio")
 

@@ -174,14 +174,21 @@ def _section_text(root: Path, doc: dict[str, object]) -> str:
 
 
 def compose(store: Path, root: Path, question: str, budget: int, project: str | None = None,
-            candidates: int = 0) -> tuple[list[Section], list[Section], list[str]]:
+            candidates: int = 0, history: bool = False) -> tuple[list[Section], list[Section], list[str]]:
     """A context for an agent: the sections of the facts that match, best first, each kept whole
     while it fits the budget; then the next ones as their one-line summaries while they fit. The
     budget is a hard limit on everything `render_context` prints (its heading, every section,
     the "Also relevant" heading and every line under it). Every link is a path from the
-    repository root. Deterministic. Returns (kept, summarised, trace lines)."""
+    repository root. Deterministic. A note that was superseded or withdrawn (kbuild.notes) is left
+    out, its successor speaking for it, unless `history` asks for the whole chain. Returns (kept,
+    summarised, trace lines)."""
+    from .notes import retired
+
     candidates = candidates or max(40, budget // 100)  # enough sections to fill the budget, a few hundred tokens each
-    rows = [r for r in ranked_docs(store, question, project) if r[1].get("kind") == "section"][:candidates]
+    old = {} if history else retired(store)
+    prefix = store.relative_to(root).as_posix() + "/" if store.is_relative_to(root) else ""
+    rows = [r for r in ranked_docs(store, question, project) if r[1].get("kind") == "section"
+            and not any(str(r[1]["page"]).startswith(prefix + folder) for folder in old)][:candidates]
     if not rows and not search_indexes(store, project):
         return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))
     used = estimate_tokens(HEADER.format(question=question))

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kbuild import slicing
+from kbuild import notes, slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import broken_links_in, links_in
 from kbuild.checks.secrets import find_secrets, redact
@@ -134,13 +134,36 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
 
 
 
-@rule(version=3, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
-                       "kbuild.store.pages", _title),
+def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
+    """A note's text as its pages show it, its status first (kbuild.notes.banner), and its title
+    with its status. Its evidence files are read through the context, so an edit of one rebuilds
+    the note's pages, marked as needing review."""
+    try:
+        note = notes.parse(data, where)
+    except notes.NoteError as exc:
+        raise Problem(str(exc)) from None
+    changed = []
+    for evidence in note.header.evidence:
+        try:
+            digest = hash_bytes(ctx.read(evidence.path))
+        except (FileNotFoundError, IsADirectoryError):
+            digest = "absent"
+        if digest != evidence.hash:
+            changed.append(evidence.path)
+    return notes.note_text(note, changed), notes.note_title(note.header, changed)
+
+
+@rule(version=4, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
+                       "kbuild.store.pages", "kbuild.notes", note_source, _title),
       settings=("store",), returns=SourceText)
 async def text(ctx: Context, project: str, source: str) -> SourceText:
     store = ctx.settings.store
     got = await ctx.query(raw(project, source))
     data = ctx.read(got.path)
+    title = got.title
+    if got.kind == "note":
+        text_of_note, title = note_source(ctx, data, f"{project}/{source}")
+        data = text_of_note.encode()
     try:
         converted = await asyncio.to_thread(_convert, data, "original" + got.ext)
     except Exception as exc:
@@ -176,7 +199,7 @@ async def text(ctx: Context, project: str, source: str) -> SourceText:
     if converted.figures:
         write_page(ctx, store.figures_index(project, source),
                   pages.figures_index(source, [(f.name, f.page, figure_words[f.name]) for f in converted.figures]))
-    return SourceText(text=body, kind=converted.kind, title=got.title or _title(body, source),
+    return SourceText(text=body, kind=converted.kind, title=title or _title(body, source),
                       original=Path(got.path).name, pages=len(converted.pages), figures=figure_words)
 
 

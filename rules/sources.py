@@ -57,7 +57,7 @@ def fetch_problem(ctx: Context, project: str, source: str) -> str:
     return found.get(f"{project}/{source}", "has not been downloaded (built with --no-fetch?)")
 
 
-@rule(version=2, uses=(meta_yml, fetch_problem), settings=("store",), returns=RawCopy)
+@rule(version=3, uses=(meta_yml, fetch_problem), settings=("store",), returns=RawCopy)
 async def raw(ctx: Context, project: str, source: str) -> RawCopy:
     store = ctx.settings.store
     entry = await ctx.query(source_entry(project, source))
@@ -80,7 +80,7 @@ async def raw(ctx: Context, project: str, source: str) -> RawCopy:
         except FileNotFoundError:
             raise Problem(f"{where}: {entry.url} {fetch_problem(ctx, project, source)}") from None
     return RawCopy(path=original, hash=hash_bytes(data), bytes=len(data), ext=entry.ext, origin=entry.origin,
-                   title=entry.title)
+                   title=entry.title, kind=entry.kind)
 
 
 @rule(version=1, settings=("store",))

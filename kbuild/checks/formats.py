@@ -40,6 +40,10 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "orphan": ("Orphan page", 13, "minor"),
     "temporary-file": ("Temporary file left", 14, "minor"),
     "stale": ("Stale pages", 15, "major"),
+    "forgotten-text": ("Forgotten note still in a page", 3, "critical"),
+    "bad-note": ("Note that does not parse", 8, "major"),
+    "import-conflict": ("Note kept from an import, to decide", 8, "major"),
+    "needs-review": ("Note whose evidence changed", 16, "minor"),
 }
 _UNKNOWN = ("kbuild check", 99, "major")
 # What a root cause takes in: the findings that are its consequence, not problems of their own.

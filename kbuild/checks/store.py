@@ -39,7 +39,8 @@ class Finding:
     line: int | None = None
 
 
-def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
+def check_store(engine: Engine, kb: Any | None, strict: bool = False) -> list[Finding]:
+    """Every finding of the store; `strict` adds the notes whose evidence changed (needs-review)."""
     root = engine.root
     grounded = set(kb.grounded_rules) if kb is not None else set()
     inspection = inspect_engine(engine, lambda path: path.endswith(".md"))
@@ -126,6 +127,9 @@ def check_store(engine: Engine, kb: Any | None) -> list[Finding]:
         findings += [Finding(page, why, fix, "not-built" if why.startswith("not built") else "sources-file", page)
                      for page, why, fix in kb.unbuilt(memos.keys())]
         findings += _orphans(root, kb.store.root, set(outputs))
+        from .notes import note_findings  # here: it imports this module's Finding
+
+        findings += note_findings(root, kb.store, kb.projects(), pages, strict)
     return _unique(findings)
 
 
@@ -196,6 +200,8 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
             continue
         if not file.is_file() or "/raw/" in f"/{rel}" or file.name == "sources.yml" or rel in produced:
             continue
+        if file.relative_to(root / store_root).parts[1:2] in (("notes",), ("imported",)):
+            continue  # notes (kbuild learn) and the copies a bundle brought (kbuild import) are sources
         if file.name.endswith(TEMP_SUFFIX):
             findings.append(Finding(rel, "a temporary file left by an interrupted build", f"rm {rel}", "temporary-file", rel))
         else:

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("check", "check", "Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, "
                                 "unbuilt or orphaned."),
     "clean": ("clean", "clean", "Drop the local state in .kbuild/ (rebuildable from the lock and the call cache)."),
+    "confirm": ("learn", "confirm", "Confirm a candidate note (ID or PROJECT/ID): its pages no longer warn that it is "
+                                    "unconfirmed."),
     "context": ("lookup", "context", "Compose a context for a coding agent from the store, within a token budget."),
     "doctor": ("doctor", "doctor", "Check the setup, read-only: each line PASS, WARN or FAIL with what to do; "
                                    "exit 1 on FAIL."),
@@ -31,11 +33,20 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                      "context."),
     "explain": ("inspection", "explain", "Why a query or a generated file would rebuild, what it read and what "
                                          "reads it."),
+    "export": ("bundles", "export", "Write PROJECT's facts, notes, tombstones and source descriptions to BUNDLE (a new "
+                                    "folder, or NAME.tar.gz)."),
+    "forget": ("learn", "forget", "Forget a note (ID or PROJECT/ID): a tombstone replaces it, and the build it runs "
+                                  "removes or rebuilds every page built on it; cached and logged calls holding its "
+                                  "words are deleted."),
     "graph": ("inspection", "graph", "Print the recorded dependency graph (edges point from a query to what it "
                                      "read), whole or around one PAGE (a generated file or a query id): what it is "
                                      "built on and what is built on it."),
+    "import": ("bundles", "import_command", "Merge a bundle into the store by id and hash: a conflict is kept for a "
+                                            "person, never overwritten."),
     "init": ("init", "init", "Start a knowledge base in DIRECTORY: a commented Kbuildfile.py, kb/ and .gitignore "
                              "lines."),
+    "learn": ("learn", "learn", "Apply a delta (JSON, docs/learning.md) of notes learned while working: add, append, "
+                                "supersede, withdraw."),
     "logs": ("inspection", "logs", "Every model call: prompt, response, tokens, latency, cost, and whether the "
                                    "cache answered."),
     "merge-lock": ("merge", "merge_lock", "Merge two sides of kbuild.lock into OURS, as git's merge driver (%O %A %B)."),

@@ -19,8 +19,10 @@ FORMATS = ["text", "json", "github", "sarif", "gitlab"]
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="json: kbuild.check/1 (docs/json.md); github: Actions annotations and a step summary; "
                    "sarif: SARIF 2.1.0 for code scanning; gitlab: GitLab Code Quality.")
+@click.option("--strict", is_flag=True, help="Fail too while a note needs review (its evidence changed since it "
+                                             "was written).")
 @pass_session
-def check(session: Session, fmt: str) -> None:
+def check(session: Session, fmt: str, strict: bool) -> None:
     """Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, unbuilt or orphaned.
 
     Needs no model, no network and no .kbuild/: run it in CI on a fresh clone. Exit 2: the check
@@ -33,7 +35,7 @@ def check(session: Session, fmt: str) -> None:
 
     try:
         spec, engine = session.load()
-        findings = check_store(engine, spec.application)
+        findings = check_store(engine, spec.application, strict)
         findings += harness_findings(spec)
     except Exception as exc:  # the check itself broke: say so, and do not pass
         if session.debug and not isinstance(exc, (KbuildError, LockError)):

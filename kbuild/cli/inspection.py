@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from ..graphtext import FORMATS, Format
 from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
+
+if TYPE_CHECKING:
+    from ..buildfile import Buildfile
 
 
 @click.command()
@@ -21,7 +25,7 @@ def status(session: Session, as_json: bool) -> None:
     # Nothing changed since a build that left every query settled (kbuild.uptodate): nothing is
     # stale and every target is built, which the stat of each file says without the Kbuildfile.
     up_to_date = {"causes": {}, "new": []}
-    if session.settled_queries() is not None:
+    if session.settled_queries() is not None and not _has_notes(session):
         click.echo(json.dumps(up_to_date, indent=2, sort_keys=True) if as_json else "up to date: nothing would run")
         return
     from ..status import status as read_status
@@ -31,6 +35,7 @@ def status(session: Session, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(found.as_json(), indent=2, sort_keys=True))
         return
+    _notes(spec)
     if found.up_to_date:
         click.echo("up to date: nothing would run")
         return
@@ -43,6 +48,29 @@ def status(session: Session, as_json: bool) -> None:
         click.echo(f"{qid}: not built yet")
     click.echo(f"a build checks these {len(found.stale) + len(found.new)} queries and runs those whose reads come out changed")
     click.echo(found.estimate)
+
+
+def _has_notes(session: Session) -> bool:
+    """Whether the store may hold notes (kb/PROJECT/notes/), seen without loading the Kbuildfile."""
+    path = session.kbuildfile()
+    return path is not None and any(path.parent.glob("*/*/notes/*.md"))
+
+
+def _notes(spec: Buildfile) -> None:
+    """One line per note that needs review, and how many notes are candidates (kbuild.notes)."""
+    from ..notes import note_statuses
+
+    app = spec.application
+    if app is None:
+        return
+    statuses = note_statuses(spec.root, app.store, app.projects())
+    for path, status, changed in statuses:
+        if status == "needs-review":
+            click.echo(f"{path}: needs review: its evidence {', '.join(changed)} changed since it was written")
+    if statuses:
+        counts = {s: sum(1 for _, got, _ in statuses if got == s) for s in
+                  ("candidate", "confirmed", "needs-review", "superseded", "withdrawn")}
+        click.echo("notes: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
 
 
 @click.command(cls=JsonCommand)

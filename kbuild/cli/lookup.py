@@ -62,9 +62,12 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 @click.option("--project", help="Draw on one project only.")
 @click.option("--budget", default=4000, show_default=True, help="Tokens the context may print, everything counted.")
 @click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and matched words.")
+@click.option("--history", is_flag=True, help="Include notes that were superseded or withdrawn (each says which "
+                                              "note replaced it).")
 @json_option
 @pass_session
-def context(session: Session, question: str, project: str | None, budget: int, trace: bool, as_json: bool) -> None:
+def context(session: Session, question: str, project: str | None, budget: int, trace: bool, history: bool,
+            as_json: bool) -> None:
     """Compose a context for a coding agent from the store, within a token budget.
 
     Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
@@ -73,7 +76,7 @@ def context(session: Session, question: str, project: str | None, budget: int, t
     from ..search import compose, log_lookup, render_context, store_folder
 
     spec, engine = session.load()
-    kept, summarised, lines = compose(store_folder(spec), spec.root, question, budget, project)
+    kept, summarised, lines = compose(store_folder(spec), spec.root, question, budget, project, history=history)
     log_lookup(LocalState(engine.state_dir).lookups, question, project, [h for s in kept + summarised for h in s.hits])
     text = render_context(question, kept, summarised)
     if as_json:

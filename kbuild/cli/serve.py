@@ -7,11 +7,14 @@ from .session import FAILED, WRONG, KbuildError, Session, pass_session
 
 
 @click.command("mcp")
+@click.option("--allow-learn", is_flag=True, help="Offer the `learn` tool, which writes notes (kbuild learn); "
+                                                  "without it the server is read-only.")
 @pass_session
-def mcp(session: Session) -> None:
+def mcp(session: Session, allow_learn: bool) -> None:
     """Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: never builds.
 
     Tools search, context, show, status and explain; every page as a resource (kbuild://kb/...).
+    With --allow-learn, also `learn`: a delta of notes, as `kbuild learn` applies it.
     The client starts it: see the .mcp.json that `kbuild init` writes.
 
     Example: kbuild -C myproject mcp
@@ -21,7 +24,7 @@ def mcp(session: Session) -> None:
     except ImportError as exc:  # the SDK is a dependency; a broken install says so in one line
         raise KbuildError(f"the MCP server needs the `mcp` package ({exc}); `pip install mcp`", FAILED) from None
     try:
-        serve(session)
+        serve(session, allow_learn)
     except StoreError as exc:
         raise KbuildError(str(exc), WRONG) from None
     except Exception as exc:  # one line, never a traceback (unless --debug)

@@ -61,6 +61,12 @@ def _convert(data: bytes, filename: str) -> Converted:
             f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF "
             "(or Markdown) and use that file instead"
         )
+    if ext == "jsonl":
+        from .transcript import convert_transcript
+
+        transcript = convert_transcript(data)
+        if transcript is not None:
+            return transcript  # any other JSON Lines is read as text
     kind = text_kind(ext)
     if kind == "html":
         from .html import convert_html

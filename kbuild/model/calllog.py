@@ -120,6 +120,18 @@ class CallLog:
         cursor = self.db.execute(sql, (*args, limit))
         return [LoggedCall(*row) for row in cursor][::-1]
 
+    def remove(self, doomed: Callable[[str], bool]) -> int:
+        """Delete every logged call whose request or response `doomed` says must go (a forgotten
+        note's words), then vacuum, so that the file keeps no copy in its free pages."""
+        ids = [row_id for row_id, request, response in self.db.execute("SELECT id, request, response FROM calls")
+               if doomed(request or "") or doomed(response or "")]
+        for row_id in ids:
+            self.db.execute("DELETE FROM calls WHERE id = ?", (row_id,))
+        if ids:
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the write-ahead log held the old pages too
+        return len(ids)
+
     def average_tokens(self) -> tuple[float, float] | None:
         """Tokens in and out of an average call the model answered (cache hits and failed replies
         left out), or None before the first; what an estimate of a build's cost scales."""

@@ -44,6 +44,16 @@ class Store:
     def sources_file(self, project: str) -> str:
         return join(self.root, project, "sources.yml")
 
+    def notes_dir(self, project: str) -> str:
+        """Notes learned while working (kbuild learn): sources written through a delta, not by a build."""
+        return join(self.root, project, "notes")
+
+    def note(self, project: str, note: str) -> str:
+        return join(self.notes_dir(project), f"{note}.md")
+
+    def tombstones(self, project: str) -> str:
+        return join(self.notes_dir(project), "tombstones.yml")
+
     def raw_index(self, project: str) -> str:
         return join(self.root, project, "raw", "index.md")
 

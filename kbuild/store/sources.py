@@ -67,6 +67,8 @@ class Source(BaseModel):
     path: str | None = None
     url: str | None = None
     title: str | None = None
+    # a note (kbuild learn) is Markdown with front matter: its status and history reach its pages
+    kind: Literal["document", "note"] = "document"
 
     @field_validator("id")
     @classmethod
@@ -82,6 +84,12 @@ class Source(BaseModel):
     def _one_origin(self) -> Source:
         if (self.path is None) == (self.url is None):
             raise ValueError("give exactly one of `path` or `url`")
+        return self
+
+    @model_validator(mode="after")
+    def _note_is_a_file(self) -> Source:
+        if self.kind == "note" and (self.path is None or not self.path.endswith(".md")):
+            raise ValueError("a note is a Markdown file listed by `path` (kbuild learn writes it)")
         return self
 
     @property
@@ -365,7 +373,7 @@ def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     value = getattr(source, key)
     if any(isinstance(e, dict) and e.get(key) == value for e in entries):
         raise SourcesError(f"{file} already lists {section[:-1]} {value!r}; choose another name")
-    entries.append(CommentedMap(source.model_dump(exclude_none=True, exclude_defaults=isinstance(source, ViewRequest))))
+    entries.append(CommentedMap(source.model_dump(exclude_none=True, exclude_defaults=not isinstance(source, SpecRequest))))
     problems = parse(_dump(yaml, doc).encode(), str(file)).problems
     if problems:
         raise SourcesError(problems[-1])
