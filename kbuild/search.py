@@ -146,7 +146,7 @@ class SearchIndex:
             meta = json.loads(meta_file.read_text("utf-8"))
             matrix = np.load(self.folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
             if meta.get("format") != VECTORS_FORMAT or len(matrix) != len(self._lines):
-                raise ValueError(f"{self.folder}/vectors.npy does not match sections.json; run `kbuild`")
+                return None  # a build that failed to embed left the vectors of the sections before
             self._vectors = (meta, matrix)
         return self._vectors
 
@@ -213,7 +213,8 @@ def _vectors_usable(index: SearchIndex, embedder: QuestionEmbedder, meaning: Mea
     found = index.vectors()
     where = index.folder.parent.name
     if found is None:
-        meaning.notes.append(f"{where}: no semantic vectors yet (run `kbuild`); ranked by words only")
+        meaning.notes.append(f"{where}: no semantic vectors for its sections as they are (run `kbuild`); "
+                             "ranked by words only")
         return False
     if found[0].get("embedder") != embedder.identity:
         meaning.notes.append(f"{where}: its vectors were made by another embedder than the Kbuildfile's "
@@ -270,6 +271,7 @@ class Section:
     text: str = ""  # as printed
     tokens: int = 0  # of `text` as printed
     why: list[tuple[str, float]] = field(default_factory=list)  # each matched word with its share of the score
+    places: str = ""  # its place in the ranking by words and in the one by meaning, when fused
 
 
 HEADER = "# Context: {question}\n\n"
@@ -319,6 +321,7 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
                       f"semantic {'#' + str(row.semantic) if row.semantic else '-'}; ")
         else:
             places = ""
+        section.places = places
         shown = f"{section.score:{fmt}}"
         if used + section.tokens <= budget:
             kept.append(section)
@@ -337,7 +340,8 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
                 continue
             used += cost
             summarised.append(section)
-            trace.append(f"line   {section.score:{fmt}} {section.tokens:5} tokens  {section.key} (whole, it would cross the budget)")
+            trace.append(f"line   {section.score:{fmt}} {section.tokens:5} tokens  {section.key} "
+                         f"({section.places}whole, it would cross the budget)")
         if not summarised:
             used -= estimate_tokens(ALSO)
     trace.append(f"{used} tokens printed of a budget of {budget}")

@@ -101,6 +101,8 @@ def test_a_question_finds_by_meaning_a_section_that_shares_no_word_with_it(store
     kept = [line for line in result.output.splitlines() if line.startswith("kept")]
     assert kept and "Refunds" in kept[0] and "lexical -, semantic #" in kept[0], result.output
     assert "fused by reciprocal rank" in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("line")]
+    assert lines and all("lexical " in line and "semantic " in line for line in lines), result.output
     assert "A refund is paid to the original card" in result.output
     hits = json.loads(kbuild(store, "search", QUESTION, "--json").output)
     assert "refunds" in json.dumps(hits["hits"][0]).lower()
@@ -146,6 +148,12 @@ def test_semantic_ranking_is_off_by_default_and_doctor_says_which(tmp_path, stor
     assert "semantic ranking: off" in kbuild(plain, "doctor").output
     assert "semantic ranking: on, fused with words (text-embedding-3-small at" in kbuild(store, "doctor").output
     assert "semantic" not in kbuild(plain, "context", "refund", "--trace").output
+
+    # turned on, not built yet: ranked by words, and the trace says what to do
+    (plain / "Kbuildfile.py").write_text((store / "Kbuildfile.py").read_text())
+    result = kbuild(plain, "context", "refund", "--trace")
+    assert result.exit_code == 0 and "Refunds" in result.output
+    assert "shop: no semantic vectors for its sections as they are (run `kbuild`); ranked by words only" in result.output
 
 
 def test_an_embeddings_server_that_is_not_there_is_one_line(store, server):
