@@ -152,14 +152,21 @@ class SearchIndex:
 
     def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """(section number, cosine), nearest first, ties in the order of the index."""
-        import numpy as np
-
         found = self.vectors()
-        if found is None or not len(found[1]):
-            return []
-        cosines = np.asarray(found[1] @ vector.astype(np.float32))
-        best = np.argsort(-cosines, kind="stable")[:limit]
-        return [(int(n), float(cosines[n])) for n in best if cosines[n] > 0]
+        return nearest(found[1], vector, limit) if found is not None else []
+
+
+def nearest(matrix: np.ndarray, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """(row, cosine) of the `limit` rows nearest `vector` (all normalised), ties in row order."""
+    import numpy as np
+
+    if not len(matrix):
+        return []
+    cosines = np.asarray(matrix @ vector.astype(np.float32))
+    # the `limit` best found without sorting every row (100,000 rows: 60 ms sorted), then ordered
+    head = np.argpartition(-cosines, limit)[:limit] if len(cosines) > limit else np.arange(len(cosines))
+    best = sorted(head.tolist(), key=lambda n: (-cosines[n], n))
+    return [(n, float(cosines[n])) for n in best if cosines[n] > 0]
 
 
 _loaded: dict[Path, tuple[tuple[tuple[int, int], ...], SearchIndex]] = {}  # the MCP server asks many times

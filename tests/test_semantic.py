@@ -94,7 +94,7 @@ def test_the_embeddings_endpoint_refuses_what_openai_refuses(server):
             client.embeddings.create(model="m", input=refused, encoding_format="float")
 
 
-def test_a_question_finds_by_meaning_a_section_that_shares_no_word_with_it(store, tmp_path):
+def test_a_question_finds_by_meaning_a_section_that_shares_no_word_with_it(store, server, tmp_path):
     built(store)
     result = kbuild(store, "context", QUESTION, "--budget", "600", "--trace")
     assert result.exit_code == 0, result.output
@@ -104,6 +104,9 @@ def test_a_question_finds_by_meaning_a_section_that_shares_no_word_with_it(store
     lines = [line for line in result.output.splitlines() if line.startswith("line")]
     assert lines and all("lexical " in line and "semantic " in line for line in lines), result.output
     assert "A refund is paid to the original card" in result.output
+    asked = len(server.embedding_requests)
+    assert kbuild(store, "context", QUESTION, "--budget", "600").exit_code == 0
+    assert len(server.embedding_requests) == asked  # the question's vector came from the call cache
     hits = json.loads(kbuild(store, "search", QUESTION, "--json").output)
     assert "refunds" in json.dumps(hits["hits"][0]).lower()
 
