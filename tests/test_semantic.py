@@ -183,3 +183,16 @@ def test_a_static_model_ranks_by_meaning_offline(tmp_path, monkeypatch):
     assert kept and "Refunds" in kept[0] and "semantic #1" in kept[0], result.output
     assert "model2vec tokenlearn-static-model" in result.output
     assert "semantic ranking: on, fused with words (model2vec" in kbuild(root, "doctor").output
+
+
+@pytest.mark.parametrize("semantic, said", [
+    ({"source": "bert"}, "semantic settings: source: Input should be 'model2vec' or 'openai'"),
+    ({"source": "model2vec", "model": "/no/such/model"}, "/no/such/model is not a model2vec model's folder"),
+    ({"source": "openai", "batch_size": 5000}, "semantic settings: batch_size: Input should be less than or equal to 2048"),
+])
+def test_semantic_settings_that_cannot_work_are_one_line(tmp_path, semantic, said):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "Kbuildfile.py").write_text(KBUILDFILE.format(semantic=semantic))
+    result = kbuild(tmp_path)
+    assert result.exit_code == 2 and said in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
