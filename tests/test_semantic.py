@@ -12,6 +12,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+import anyio
 import numpy as np
 import openai
 import pytest
@@ -196,3 +197,19 @@ def test_semantic_settings_that_cannot_work_are_one_line(tmp_path, semantic, sai
     result = kbuild(tmp_path)
     assert result.exit_code == 2 and said in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.timeout(300)
+def test_the_mcp_server_ranks_by_meaning_too(store, server):
+    from test_mcp import session_run, structured
+
+    built(store)
+
+    async def script(session) -> None:
+        context = structured(await session.call_tool("context", {"question": QUESTION, "budget": 600}))
+        assert "Refunds" in context["sections"][0]["key"] and "A refund is paid" in context["text"]
+        assert any("lexical -, semantic #" in line for line in context["trace"])
+        hits = structured(await session.call_tool("search", {"query": QUESTION, "limit": 1}))
+        assert "refunds" in json.dumps(hits["hits"][0]).lower()
+
+    anyio.run(session_run, store, script)
