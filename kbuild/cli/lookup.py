@@ -84,7 +84,8 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 @click.argument("question")
 @click.option("--project", help="Draw on one project only.")
 @click.option("--budget", default=4000, show_default=True, help="Tokens the context may print, everything counted.")
-@click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and matched words (with semantic ranking on, its place by words and by meaning).")
+@click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and "
+              "matched words (with semantic ranking on, its place by words and by meaning).")
 @json_option
 @pass_session
 def context(session: Session, question: str, project: str | None, budget: int, trace: bool, as_json: bool) -> None:
