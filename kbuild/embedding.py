@@ -47,6 +47,10 @@ class SemanticSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     batch_size: int = Field(256, gt=0, le=MAX_INPUTS)  # inputs per /embeddings request
+    # the sections nearest in meaning that join the fusion with the words' ranking, per index: 10
+    # for a small static model, whose order further down is noise (kbuild/search.py); a strong
+    # model may take more. Read when a question is asked, so changing it rebuilds nothing.
+    depth: int = Field(10, gt=0)
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(4, ge=0)
 
@@ -268,6 +272,7 @@ class QuestionEmbedder:
 
     def __init__(self, settings: SemanticSettings, state_dir: Path, cache_dir: Path) -> None:
         self.embedder = embedder_for(settings)
+        self.depth = settings.depth
         self._calls = _LookupCalls(state_dir, cache_dir)
         self._identity: dict[str, Any] | None = None
         self._vectors: dict[str, np.ndarray] = {}

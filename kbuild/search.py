@@ -71,12 +71,12 @@ VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
 # a weighted sum would need a weight tuned per corpus; K = 60 is the paper's, which damps the
 # difference between the first few places so that neither ranking alone decides the top.
 RRF_K = 60
-# The sections nearest in meaning that take part in the fusion, per index: the few nearest are
-# what meaning adds (a section no word of the question is in); further down, a small static
-# model's order is noise that pushes sections the words found well out of the budget. On the
-# golden set with the 64-dimension static model (README, "Semantic ranking"), recall at 2,500 /
-# 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87 with 20, 0.85 / 0.89 with 10.
-SEMANTIC_DEPTH = 10
+# Only the sections nearest in meaning take part in the fusion (SemanticSettings.depth, 10 per
+# index): the few nearest are what meaning adds (a section no word of the question is in);
+# further down, a small static model's order is noise that pushes sections the words found well
+# out of the budget. On the golden set with the 64-dimension static model (README, "Semantic
+# ranking"), recall at 2,500 / 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87 with 20, 0.85 /
+# 0.89 with 10.
 
 
 @dataclass
@@ -203,7 +203,7 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     if not usable:
         return list(rows.values())
     vector = embedder.vector(query)
-    nearest = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, SEMANTIC_DEPTH)),
+    nearest = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
                      key=lambda r: -r[0])
     for place, (_, at, n) in enumerate(nearest, start=1):
         row = rows.get((at, n))

@@ -111,6 +111,13 @@ def test_a_question_finds_by_meaning_a_section_that_shares_no_word_with_it(store
     hits = json.loads(kbuild(store, "search", QUESTION, "--json").output)
     assert "refunds" in json.dumps(hits["hits"][0]).lower()
 
+    # only the `depth` nearest join the fusion: with 1, one section at most has a place by meaning
+    (store / "Kbuildfile.py").write_text((store / "Kbuildfile.py").read_text().replace("'batch_size': 2", "'batch_size': 2, 'depth': 1"))
+    assert "'depth': 1" in (store / "Kbuildfile.py").read_text()
+    shallow = kbuild(store, "context", QUESTION, "--budget", "600", "--trace").output
+    assert shallow.count("semantic #") <= 1 and "semantic #2" not in shallow and "semantic #3" not in shallow
+    (store / "Kbuildfile.py").write_text((store / "Kbuildfile.py").read_text().replace(", 'depth': 1", ""))
+
     questions = tmp_path / "questions.json"
     questions.write_text(json.dumps({"questions": [{"q": QUESTION, "answer": "paid to the original card"}]}))
     fused = json.loads(kbuild(store, "eval", str(questions), "--budget", "600", "--json").output)
