@@ -203,9 +203,9 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     if not usable:
         return list(rows.values())
     vector = embedder.vector(query)
-    nearest = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
-                     key=lambda r: -r[0])
-    for place, (_, at, n) in enumerate(nearest, start=1):
+    by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
+                        key=lambda r: -r[0])
+    for place, (_, at, n) in enumerate(by_meaning, start=1):
         row = rows.get((at, n))
         if row is None:
             row = rows[(at, n)] = Ranked(0.0, indexes[at].doc(n), [])
@@ -245,7 +245,7 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
         page = str(row.doc["page"])
         if page not in seen:
             seen.add(page)
-            hits.append(Hit(round(row.score, 4), page, str(row.doc.get("source_index", "")), _line(row.doc)))
+            hits.append(Hit(round(row.score, 4 if embedder else 3), page, str(row.doc.get("source_index", "")), _line(row.doc)))
     if len(hits) < limit:
         rows = [r for r in index_lines(store, root, project) if not (seen and "/facts/" in r[1])]
         for i, score in rank([line for _, _, line in rows], query):
