@@ -245,7 +245,8 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
         page = str(row.doc["page"])
         if page not in seen:
             seen.add(page)
-            hits.append(Hit(round(row.score, 4 if embedder else 3), page, str(row.doc.get("source_index", "")), _line(row.doc)))
+            score = round(row.score, 4 if embedder else 3)  # a fused score is a sum of 1/(60 + rank): small
+            hits.append(Hit(score, page, str(row.doc.get("source_index", "")), _line(row.doc)))
     if len(hits) < limit:
         rows = [r for r in index_lines(store, root, project) if not (seen and "/facts/" in r[1])]
         for i, score in rank([line for _, _, line in rows], query):
