@@ -6,15 +6,19 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .application import Application
 from .buildfile import Buildfile
 from .engine import Engine, LockError, read_lock
 from .engine.layout import FOLDER
 from .engine.state import damage
+from .embedding import installed
 from .model import Backend
 from .store.sources import SourcesError, parse
+
+if TYPE_CHECKING:
+    from .embedding import SemanticSettings
 
 Status = Literal["PASS", "WARN", "FAIL"]
 
@@ -40,6 +44,7 @@ def diagnose(load: Callable[[], tuple[Buildfile, Engine]]) -> list[Finding]:
         return [*findings, Finding("FAIL", f"the Kbuildfile: {exc}", "run `kbuild init`, or fix the error it names")]
     app = spec.application
     findings.append(_model(app.backend if app is not None else None))
+    findings.append(_semantic(getattr(app, "semantic", None)))  # an application other than the knowledge base has none
     findings += _sources(app, spec.root) if app is not None else []
     findings += _local_files(spec.root, engine)
     return findings
@@ -70,6 +75,24 @@ def _model(backend: Backend | None) -> Finding:
         return Finding("PASS", f"model: {settings.model} at {url} answers")
     except Exception as exc:
         return Finding("WARN", f"model: {url} does not answer ({exc})", "start the server, or check OPENAI_BASE_URL")
+
+
+def _semantic(settings: SemanticSettings | None) -> Finding:
+    """Whether search ranks by meaning as well as by words, and whether its embedder can work."""
+    if settings is None:
+        return Finding("PASS", "semantic ranking: off (search ranks by words; `semantic=` in the Kbuildfile turns it on)")
+    from .embedding import EmbeddingError, embedder_for
+
+    embedder = embedder_for(settings)
+    try:
+        embedder.identity()  # a static model's files are there
+    except EmbeddingError as exc:
+        return Finding("FAIL", f"semantic ranking: on, but {exc}", "install it, or turn semantic ranking off")
+    if settings.source == "model2vec":
+        if installed("model2vec") is None:
+            return Finding("FAIL", "semantic ranking: on, but model2vec is not installed", "pip install 'kbuild[semantic]'")
+        return Finding("PASS", f"semantic ranking: on, fused with words ({embedder.describe()}, offline)")
+    return Finding("PASS", f"semantic ranking: on, fused with words ({embedder.describe()})")
 
 
 def _sources(app: Application, root: Path) -> list[Finding]:

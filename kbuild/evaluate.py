@@ -12,9 +12,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .search import compose, render_context
+
+if TYPE_CHECKING:
+    from .embedding import QuestionEmbedder
 
 BUDGETS = (2500, 5000, 10000, 15000)
 EVAL = "kbuild.eval/1"
@@ -67,14 +70,14 @@ def answered(text: str, question: Question, pages: set[str]) -> bool:
 
 
 def evaluate(store: Path, root: Path, questions: list[Question], budgets: tuple[int, ...] = BUDGETS,
-             project: str | None = None) -> list[BudgetResult]:
+             project: str | None = None, embedder: QuestionEmbedder | None = None) -> list[BudgetResult]:
     from .text.tokens import estimate_tokens
 
     results = []
     for budget in budgets:
         result = BudgetResult(budget)
         for question in questions:
-            kept, summarised, _ = compose(store, root, question.q, budget, project)
+            kept, summarised, _ = compose(store, root, question.q, budget, project, embedder=embedder)
             text = render_context(question.q, kept, summarised)
             result.asked += 1
             result.tokens.append(estimate_tokens(text))

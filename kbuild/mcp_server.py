@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
 
 from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
-from .search import compose, render_context, search, store_folder
+from .search import compose, question_embedder, render_context, search, store_folder
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -50,6 +51,9 @@ new note) and your provenance; a refusal gives the note's current text to re-rea
 candidates; their pages follow at the next `kbuild`."""
 
 
+T = TypeVar("T")
+
+
 class StoreError(Exception):
     """A question the store cannot answer as asked: the message says what to ask instead."""
 
@@ -60,9 +64,10 @@ class Store:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.spec = self._load()[0]
+        self.spec, engine = self._load()
         self.root = self.spec.root.resolve()
         self.store = store_folder(self.spec).resolve()
+        self.embedder = question_embedder(self.spec, engine)  # None: ranked by words only
 
     def _load(self) -> tuple[Buildfile, Any]:
         from .cli.session import KbuildError
@@ -73,6 +78,14 @@ class Store:
                 return self.session.load()
             except KbuildError as exc:
                 raise StoreError(exc.format_message()) from None
+
+    def _by_meaning(self, look: Callable[[], T]) -> T:
+        from .embedding import EmbeddingError
+
+        try:
+            return look()
+        except EmbeddingError as exc:
+            raise StoreError(f"{exc}; or turn semantic ranking off in the Kbuildfile") from None
 
     def _project(self, project: str | None) -> str | None:
         if project is not None and not (self.store / project).is_dir():
@@ -86,7 +99,8 @@ class Store:
         if limit < 1:
             raise StoreError("limit must be 1 or more")
         project = self._project(project)
-        return answers.search_answer(query, project, search(self.store, self.root, query, project, limit))
+        return answers.search_answer(query, project, self._by_meaning(
+            lambda: search(self.store, self.root, query, project, limit, self.embedder)))
 
     def context(self, question: str, budget: int = 4000, project: str | None = None, history: bool = False) -> Answer:
         if not question.strip():
@@ -94,7 +108,8 @@ class Store:
         if budget < 1:
             raise StoreError("budget must be 1 token or more")
         project = self._project(project)
-        kept, summarised, trace = compose(self.store, self.root, question, budget, project, history=history)
+        kept, summarised, trace = self._by_meaning(
+            lambda: compose(self.store, self.root, question, budget, project, history=history, embedder=self.embedder))
         text = render_context(question, kept, summarised)
         return answers.context_answer(question, project, budget, kept, summarised, trace, text)
 

@@ -21,7 +21,8 @@ from kbuild.rules import knowledge_base
 
 # The default pipeline: sources -> text -> facts -> summaries -> indexes. With no model
 # configured it runs the offline backend (extractive, no network, no key).
-# floor_tokens/cap_tokens bound the size of one fact.
+# floor_tokens/cap_tokens bound the size of one fact. Add semantic={"source": "model2vec"}
+# (pip install 'kbuild[semantic]') or {"source": "openai"} to rank search by meaning too.
 kb = knowledge_base(Path(__file__).parent, store="kb", floor_tokens=2000, cap_tokens=4000)
 
 RULES = kb.rules  # every rule the engine should know; add your own rules to this list

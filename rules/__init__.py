@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from kbuild.embedding import SemanticSettings
 from kbuild.model import Backend, ModelSettings, choose_backend
 from kbuild.store.layout import Store
 
@@ -28,16 +31,24 @@ def knowledge_base(
     floor_tokens: int = 2000,
     cap_tokens: int = 4000,
     backend: Backend | None = None,
+    semantic: SemanticSettings | dict[str, object] | None = None,
 ) -> KnowledgeBase:
     """The default pipeline over the store `store` (a folder under `root`).
 
     `model` says how to reach a model (ModelSettings, or a dict of its fields); unset fields
     come from OPENAI_API_KEY, OPENAI_BASE_URL and KBUILD_MODEL, and with neither a key nor a
     base URL the offline backend answers. `floor_tokens`/`cap_tokens` bound the size of a fact.
-    `backend` replaces the backend altogether (tests, plugins).
+    `backend` replaces the backend altogether (tests, plugins). `semantic` turns on ranking by
+    meaning as well as by words (SemanticSettings, or a dict of its fields: `{"source":
+    "model2vec"}` or `{"source": "openai", "model": "text-embedding-3-small"}`); off by default.
     """
-    settings = KnowledgeSettings(Store(store), backend or choose_backend(model), floor_tokens, cap_tokens)
+    try:
+        meaning = SemanticSettings.model_validate(semantic) if isinstance(semantic, dict) else semantic
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"semantic settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    settings = KnowledgeSettings(Store(store), backend or choose_backend(model), floor_tokens, cap_tokens, meaning)
     return KnowledgeBase(Path(root).resolve(), settings)
 
 
-__all__ = ["KnowledgeBase", "ModelSettings", "knowledge_base"]
+__all__ = ["KnowledgeBase", "ModelSettings", "SemanticSettings", "knowledge_base"]

@@ -20,6 +20,7 @@ from .pages import write_page
 from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
 from .search_index import search_index
+from .search_vectors import search_vectors
 from .summaries import source_summary
 from .values import Made, ProjectIndex, SourceIndex
 from .specs import spec_page
@@ -124,7 +125,8 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
     got = complete(ctx, await ctx.query_all([*(raw(project, s) for s in ids), *(source_index(project, s) for s in ids),
                                              abstract(project), artifacts(project)], return_failures=True))
     raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
-    await ctx.query_all([search_index(project)], return_failures=True)  # kb/PROJECT/search-index.json, for search
+    # kb/PROJECT/search-index/, for search: the words' index, and the vectors when semantic ranking is on
+    await ctx.query_all([search_index(project), search_vectors(project)], return_failures=True)
     if isinstance(summary, QueryFailed):
         summary = "(no abstract: a source of this project failed; run `kbuild` to see why)"
     title = listed.title or project

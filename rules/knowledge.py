@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
+from kbuild.embedding import SemanticSettings
 from kbuild.engine import FOLDER, Query, Rule, atomic_write
 from kbuild.localstate import LocalState
 from kbuild.model import Backend
@@ -18,11 +19,11 @@ from kbuild.store.fetch import fetch_urls
 from kbuild.store.layout import Store
 from kbuild.store.sources import SourcesError, parse
 
-from . import facts, indexes, search_index, sources, specs, summaries, views
+from . import facts, indexes, search_index, search_vectors, sources, specs, summaries, views
 from .settings import KnowledgeSettings
 
 URL_ENTRY = re.compile(r"^[\s-]*url\s*:", re.M)  # a source given by its address, in sources.yml
-MODULES = (sources, facts, summaries, views, specs, search_index, indexes)  # every rule of the pipeline is in one of these
+MODULES = (sources, facts, summaries, views, specs, search_index, search_vectors, indexes)  # every rule of the pipeline is in one of these
 
 
 def pipeline_rules() -> list[Rule]:
@@ -72,6 +73,11 @@ class KnowledgeBase:
     @property
     def backend(self) -> Backend:
         return self.settings.backend
+
+    @property
+    def semantic(self) -> SemanticSettings | None:
+        """The embedder of semantic ranking, or None when search ranks by words only."""
+        return self.settings.semantic
 
     def projects(self) -> list[str]:
         folder = self.root / self.store.root

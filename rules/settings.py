@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbuild.embedding import SemanticSettings, embedder_for
 from kbuild.engine import Decisive, rule
 from kbuild.model import Backend
 from kbuild.store.layout import Store
@@ -29,6 +30,7 @@ class KnowledgeSettings:
     backend: Backend  # answers every task; decided by its name and code (its tasks' settings say the rest)
     floor_tokens: int  # the sizes a fact is cut to
     cap_tokens: int
+    semantic: SemanticSettings | None = None  # rank by meaning too (off by default): the embedder of the sections
 
     @property
     def label(self) -> str:
@@ -46,6 +48,8 @@ class KnowledgeSettings:
         if name in TASKS:
             task = TASKS[name]
             return Decisive(self.backend.params(task), files=tuple(Path(p) for p in self.backend.prompts(task)))
+        if name == "semantic":  # what decides the vectors, never the key
+            return Decisive(embedder_for(self.semantic).identity() if self.semantic else None)
         if name == "store":
             return Decisive(self.store.root)
         return Decisive(getattr(self, name))

@@ -24,6 +24,12 @@ Endpoints:
   ``chatcmpl-N`` for ``requests[N - 1]``, ``model`` echoed from the request).
   ``"stream": true`` is refused with a 400 (not implemented). A body that is not a JSON object gets
   a 400 and is not recorded.
+* ``POST /v1/embeddings``: the body is appended to ``embedding_requests``; the answer is one
+  vector per input, a hashed bag of words (``hashed_vector``: deterministic, and texts sharing
+  words are near), as floats or, with ``"encoding_format": "base64"``, as base64 float32. It
+  refuses what OpenAI refuses, with a 400: no ``model``, an empty or missing ``input``, an empty
+  string in it, more than 2,048 inputs, or an ``encoding_format`` other than those two. A queued
+  status fault (``fail_next("500")``) is applied here too.
 * ``GET /v1/models``: a list holding ``self.model``.
 * ``/v1/files`` and ``/v1/batches``: OpenAI's Files and Batch APIs, with the batches' states moved
   by the test (``server.batch_service``; see ``BatchService``).
@@ -74,8 +80,11 @@ other unexpected exception in a handler. Nothing is ever written to stderr.
 """
 from __future__ import annotations
 
+import base64
 import collections
+import hashlib
 import json
+import math
 import re
 import socket
 import struct
@@ -213,6 +222,41 @@ def strict_schema_errors(schema: Any, *, string_bounds: bool = False) -> list[st
     return errors
 
 
+EMBEDDING_DIMS = 64
+MAX_EMBEDDING_INPUTS = 2048  # OpenAI's limit
+
+
+def hashed_vector(text: str, dims: int = EMBEDDING_DIMS) -> list[float]:
+    """A text's words hashed into `dims` counts, normalised: the same text gives the same vector,
+    and texts that share words have a high cosine (a stand-in for meaning that tests can predict)."""
+    counts = [0.0] * dims
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        counts[digest[0] % dims] += 1.0 if digest[1] % 2 else -1.0
+    norm = math.sqrt(sum(c * c for c in counts)) or 1.0
+    return [c / norm for c in counts]
+
+
+def embedding_errors(request: dict) -> str:
+    """What OpenAI answers with a 400 to this /embeddings body, or "" when it takes it."""
+    if not request.get("model"):
+        return "you must provide a model parameter"
+    given = request.get("input")
+    if given is None or given == [] or given == "":
+        return "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."
+    inputs = [given] if isinstance(given, str) else given
+    if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+        return "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."
+    if len(inputs) > MAX_EMBEDDING_INPUTS:
+        return (f"Invalid 'input': maximum length of array is {MAX_EMBEDDING_INPUTS}, "
+                f"but got an array with length {len(inputs)}.")
+    if any(not i for i in inputs):
+        return "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."
+    if request.get("encoding_format", "float") not in ("float", "base64"):
+        return f"Invalid value for 'encoding_format': {request['encoding_format']!r}."
+    return ""
+
+
 def error_body(message: str, type_: str, *, param: str | None = None, code: str | None = None) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
@@ -307,7 +351,8 @@ class _Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(length) if length else b""
             if scripted.batch_service.handle(self, "POST", raw):
                 return
-            if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+            endpoint = self.path.split("?")[0].rstrip("/")
+            if endpoint not in ("/v1/chat/completions", "/v1/embeddings"):
                 self.not_found()
                 return
             try:
@@ -318,7 +363,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_json(400, error_body(f"the body is not a JSON object: {exc}", "invalid_request_error"))
                 return
             try:
-                scripted._answer(self, request)
+                if endpoint == "/v1/embeddings":
+                    scripted._embed(self, request)
+                else:
+                    scripted._answer(self, request)
             except (ConnectionError, OSError):
                 pass  # the client went away (it timed out, or we reset it)
 
@@ -343,13 +391,16 @@ class ScriptedServer:
         string_bounds: bool = False,
         logprobs: bool = True,
         model: str = "scripted",
+        embed: Callable[[str], list[float]] | None = None,
     ) -> None:
         self.reply = reply or echo_reply
+        self.embed = embed or hashed_vector  # an input's vector, for /embeddings
         self.json_schema = json_schema
         self.string_bounds = string_bounds
         self.logprobs = logprobs
         self.model = model
         self.requests: list[dict] = []  # every chat-completions body, in arrival order
+        self.embedding_requests: list[dict] = []  # every /embeddings body, in arrival order
         self.errors: list[BaseException] = []  # raised by the reply callable (or a handler bug)
         # The most requests (of any endpoint) between receipt and the end of their response at the
         # same time; in_flight is the count now.
@@ -434,6 +485,28 @@ class ScriptedServer:
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
             self._closing.wait(seconds)
+
+    def _embed(self, handler: _Handler, request: dict) -> None:
+        with self._lock:
+            self.embedding_requests.append(request)
+            fault = self._faults.popleft() if self._faults else None
+        if fault is not None and fault.kind in STATUS_ERRORS:
+            status, message, type_, code = STATUS_ERRORS[fault.kind]
+            handler.send_json(status, error_body(message, type_, code=code))
+            return
+        refused = embedding_errors(request)
+        if refused:
+            handler.send_json(400, error_body(refused, "invalid_request_error", param="input"))
+            return
+        inputs = [request["input"]] if isinstance(request["input"], str) else request["input"]
+        vectors = [self.embed(text) for text in inputs]
+        encode = request.get("encoding_format", "float") == "base64"
+        data = [{"object": "embedding", "index": i,
+                 "embedding": base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if encode else v}
+                for i, v in enumerate(vectors)]
+        tokens = sum(len(str(text).split()) for text in inputs)
+        handler.send_json(200, {"object": "list", "data": data, "model": request["model"],
+                                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     def _answer(self, handler: _Handler, request: dict) -> None:
         with self._lock:

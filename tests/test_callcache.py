@@ -73,3 +73,38 @@ def test_an_entry_in_a_folder_written_this_build_is_found(tmp_path: Path) -> Non
         return first, await other.call({"prompt": "p"}, compute)
 
     assert asyncio.run(twice()) == ({"n": 1}, {"n": 1}) and computed == [1]
+
+
+def test_call_many_computes_only_what_no_cache_holds_and_each_request_once(tmp_path: Path):
+    """Many requests a service answers in one round trip: the batch computed holds only the
+    requests not yet answered, a request two callers ask at once is computed by one of them,
+    and a failed batch stores nothing."""
+    batches: list[list[str]] = []
+
+    async def compute(missing):
+        batches.append([r["text"] for r in missing])
+        await asyncio.sleep(0.01)
+        return [{"vector": r["text"].upper()} for r in missing]
+
+    async def first_build():
+        cache = CallCache(tmp_path, 4)
+        one, two = await asyncio.gather(cache.call_many([{"text": "a"}, {"text": "b"}, {"text": "a"}], compute),
+                                        cache.call_many([{"text": "b"}, {"text": "c"}], compute))
+        return one, two
+
+    one, two = asyncio.run(first_build())
+    assert one == [{"vector": "A"}, {"vector": "B"}, {"vector": "A"}] and two == [{"vector": "B"}, {"vector": "C"}]
+    assert sorted(t for batch in batches for t in batch) == ["a", "b", "c"]  # b asked twice, computed once
+
+    batches.clear()
+    again = asyncio.run(CallCache(tmp_path, 4).call_many([{"text": "c"}, {"text": "d"}], compute))
+    assert again == [{"vector": "C"}, {"vector": "D"}] and batches == [["d"]]  # a later build: from the folder
+
+    async def failing(missing):
+        raise RuntimeError("the server is down")
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(CallCache(tmp_path, 4).call_many([{"text": "e"}], failing))
+    batches.clear()
+    assert asyncio.run(CallCache(tmp_path, 4).call_many([{"text": "e"}], compute)) == [{"vector": "E"}]
+    assert batches == [["e"]]

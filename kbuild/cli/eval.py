@@ -15,19 +15,23 @@ from .session import Session, pass_session
 @click.option("--budget", "budgets", type=int, multiple=True,
               help="A token budget (repeatable; default 2,500, 5,000, 10,000 and 15,000).")
 @click.option("--no-misses", is_flag=True, help="Print the table only.")
+@click.option("--lexical", is_flag=True, help="Rank by words only, even when the Kbuildfile turns semantic ranking on.")
 @json_option
 @pass_session
 def eval_command(session: Session, questions: Path, project: str | None, budgets: tuple[int, ...],
-                 no_misses: bool, as_json: bool) -> None:
+                 no_misses: bool, lexical: bool, as_json: bool) -> None:
     """Recall at budget: the share of QUESTIONS whose answer regex is in the composed context.
 
     Example: kbuild eval tests/data/retrieval-questions.json
     """
     from ..evaluate import BUDGETS, eval_answer, evaluate, load_questions, render_report
     from ..search import store_folder
+    from .lookup import by_meaning
 
-    spec, _ = session.load()
-    results = evaluate(store_folder(spec), spec.root, load_questions(questions), budgets or BUDGETS, project)
+    spec, engine = session.load()
+    asked = load_questions(questions)
+    results = by_meaning(lambda embedder: evaluate(store_folder(spec), spec.root, asked, budgets or BUDGETS, project,
+                                                   embedder), spec, engine, lexical)
     if as_json:
         emit(eval_answer(results))
         return

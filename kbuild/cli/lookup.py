@@ -1,13 +1,35 @@
 """`kbuild search`, `kbuild context`, `kbuild show`: reading the store."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from ..localstate import LocalState
 from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
+
+if TYPE_CHECKING:
+    from ..buildfile import Buildfile
+    from ..embedding import QuestionEmbedder
+    from ..engine import Engine
+
+T = TypeVar("T")
+
+
+def by_meaning(look: Callable[[QuestionEmbedder | None], T], spec: Buildfile, engine: Engine,
+               lexical: bool = False) -> T:
+    """`look` up with the Kbuildfile's embedder (None when semantic ranking is off, or with
+    `lexical`); an embedder that cannot work is one line and exit code 1."""
+    from ..embedding import EmbeddingError
+    from ..search import question_embedder
+
+    try:
+        return look(None if lexical else question_embedder(spec, engine))
+    except EmbeddingError as exc:
+        raise KbuildError(f"{exc}; or turn semantic ranking off in the Kbuildfile") from None
 
 
 @click.command("search", cls=JsonCommand)
@@ -40,7 +62,8 @@ def search_command(session: Session, query: str | None, project: str | None, lim
         return
     if not query:
         raise KbuildError("give a query, or --misses", WRONG)
-    hits = search(store_folder(spec), spec.root, query, project, limit)
+    hits = by_meaning(lambda embedder: search(store_folder(spec), spec.root, query, project, limit, embedder),
+                      spec, engine)
     log_lookup(lookups, query, project, hits)
     if as_json:
         answer = search_answer(query, project, hits)
@@ -61,7 +84,8 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 @click.argument("question")
 @click.option("--project", help="Draw on one project only.")
 @click.option("--budget", default=4000, show_default=True, help="Tokens the context may print, everything counted.")
-@click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and matched words.")
+@click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and "
+              "matched words (with semantic ranking on, its place by words and by meaning).")
 @click.option("--history", is_flag=True, help="Include notes that were superseded or withdrawn (each says which "
                                               "note replaced it).")
 @json_option
@@ -76,7 +100,10 @@ def context(session: Session, question: str, project: str | None, budget: int, t
     from ..search import compose, log_lookup, render_context, store_folder
 
     spec, engine = session.load()
-    kept, summarised, lines = compose(store_folder(spec), spec.root, question, budget, project, history=history)
+    kept, summarised, lines = by_meaning(
+        lambda embedder: compose(store_folder(spec), spec.root, question, budget, project, history=history,
+                                 embedder=embedder),
+        spec, engine)
     log_lookup(LocalState(engine.state_dir).lookups, question, project, [h for s in kept + summarised for h in s.hits])
     text = render_context(question, kept, summarised)
     if as_json:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,69 @@ class CallCache:
             raise
         finally:
             del self._in_flight[key]
+
+    async def call_many(
+        self,
+        requests: Sequence[Mapping[str, Any]],
+        compute_many: Callable[[list[Mapping[str, Any]]], Awaitable[list[Any]]],
+        refresh: bool = False,
+    ) -> list[Any]:
+        """The cached response to each of `requests`, the ones no cache holds computed together
+        by one `compute_many(missing)` (answers in its order), each stored under its own key.
+
+        For a service that answers many requests in one round trip: a request is never computed
+        twice, whichever batch it came in, and a batch is only ever made of requests not yet
+        answered. Requests another caller is computing are awaited, not computed again."""
+        keys = [self.key(request) for request in requests]
+        answers: dict[str, Any] = {}
+        waiting: dict[str, asyncio.Future[Any]] = {}
+        for key in dict.fromkeys(keys):
+            if not refresh and key in self._answered:
+                answers[key] = self._answered[key]
+            elif key in self._in_flight:
+                waiting[key] = self._in_flight[key]
+        unknown = [k for k in dict.fromkeys(keys) if k not in answers and k not in waiting]
+        mine: dict[str, asyncio.Future[Any]] = {}
+        for key in unknown:  # claimed before any await: a concurrent caller waits for these
+            mine[key] = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        try:
+            if not refresh:
+                local = await asyncio.to_thread(lambda: {k: self.get(k) for k in mine if self._may_hold(k)})
+                for key in list(mine):
+                    found = local.get(key)
+                    if found is None and self.remote is not None:
+                        found = await self._from_remote(key)
+                        self.remote_hits += found is not None
+                    if found is not None:
+                        answers[key] = self._answered[key] = found
+                        mine.pop(key).set_result(found)
+                        del self._in_flight[key]
+            self.hits += len(keys) - len(mine)
+            if mine:
+                by_key = {k: requests[keys.index(k)] for k in mine}
+                async with self.limit:
+                    self.calls += 1
+                    computed = await compute_many(list(by_key.values()))
+                if len(computed) != len(by_key):
+                    raise ValueError(f"{len(by_key)} requests were computed into {len(computed)} answers")
+                for (key, request), response in zip(by_key.items(), computed):
+                    record = await asyncio.to_thread(self.put, key, request, response)
+                    await self._to_remote(key, record, replace=refresh)
+                    answers[key] = self._answered[key] = response
+                    mine[key].set_result(response)
+            for key, pending in waiting.items():
+                answers[key] = await asyncio.shield(pending)
+            return [answers[key] for key in keys]
+        except BaseException as exc:
+            for future in mine.values():
+                if not future.done():
+                    future.set_exception(exc)
+                    future.exception()  # retrieved: this caller re-raises it
+            raise
+        finally:
+            for key, future in mine.items():
+                if self._in_flight.get(key) is future:
+                    del self._in_flight[key]
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,15 @@ class Context:
         build = self._build
         return await build.calls.call(request, compute, refresh=build.refresh)
 
+    async def call_many(
+        self, requests: Sequence[Mapping[str, Any]], compute_many: Callable[[list[Mapping[str, Any]]], Awaitable[list[Any]]]
+    ) -> list[Any]:
+        """Many calls a service answers in one round trip (`call` for each, batched): each
+        request cached under its own hash, and those no cache holds passed together to
+        `compute_many`, which answers them in order."""
+        build = self._build
+        return await build.calls.call_many(requests, compute_many, refresh=build.refresh)
+
 
 class Settings:
     """What a rule may read of its configuration: the settings it declared, which are in its

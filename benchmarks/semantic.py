@@ -1,0 +1,61 @@
+"""What semantic ranking costs with the static model (pip install 'kbuild[semantic]').
+
+    python benchmarks/semantic.py [SECTIONS]
+
+Times, in this process: loading the model2vec model that tokenlearn-static-model carries (once
+per process: the build, and each `kbuild search` or `kbuild context` that ranks by meaning),
+embedding SECTIONS sections of ~120 words (what a cold build of the vectors costs), embedding a
+question, and ranking SECTIONS vectors by cosine (kbuild/search.py's `nearest`, over a
+memory-mapped vectors.npy like the one the build writes).
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kbuild.embedding import SemanticSettings, embedder_for
+from kbuild.search import nearest
+
+
+def main(count: int) -> None:
+    embedder = embedder_for(SemanticSettings(source="model2vec"))
+    started = time.perf_counter()
+    asyncio.run(embedder.embed(None, ["warm up"]))  # type: ignore[arg-type]  # a static model needs no calls
+    load = time.perf_counter() - started
+
+    rng = random.Random(7)
+    words = "refund payment parcel courier warranty import module lazy type annotation string error".split()
+    texts = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(min(count, 20_000))]
+    started = time.perf_counter()
+    vectors = asyncio.run(embedder.embed(None, texts))  # type: ignore[arg-type]
+    per_section = (time.perf_counter() - started) / len(texts)
+
+    started = time.perf_counter()
+    question = asyncio.run(embedder.embed(None, ["how do I get my money back?"]))[0]  # type: ignore[arg-type]
+    ask = time.perf_counter() - started
+
+    with tempfile.TemporaryDirectory() as folder:
+        rows = np.resize(vectors, (count, vectors.shape[1])).astype("<f4")
+        np.save(Path(folder) / "vectors.npy", rows)
+        matrix = np.load(Path(folder) / "vectors.npy", mmap_mode="r")  # as SearchIndex.vectors loads it
+        started = time.perf_counter()
+        nearest(matrix, question, 10)
+        first = time.perf_counter() - started
+        started = time.perf_counter()
+        for _ in range(20):
+            nearest(matrix, question, 10)
+        rank = (time.perf_counter() - started) / 20
+
+    print(f"model load {load:.2f} s; embedding {per_section * 1000:.2f} ms a section ({len(texts):,} sections); "
+          f"a question {ask * 1000:.1f} ms; ranking {count:,} vectors by cosine {first * 1000:.1f} ms first, "
+          f"{rank * 1000:.1f} ms after")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)

