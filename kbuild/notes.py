@@ -76,7 +76,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    action: Literal["add", "append", "supersede", "superseded", "withdraw", "confirm"]
+    action: Literal["add", "append", "supersede", "superseded", "withdraw", "confirm", "restored"]
     revision: int
     at: str
     by: str
@@ -221,6 +221,29 @@ def note_title(header: NoteHeader, changed: list[str]) -> str:
 def note_text(note: Note, changed: list[str]) -> str:
     """What a note's facts are built from: its banner, its title as a heading, its body."""
     return f"{banner(note.header, changed)}\n# {note.header.title}\n\n{note.body.rstrip()}\n"
+
+
+def unlink_forgotten(root: Path, store: Store, project: str, forgotten: str, by: str) -> list[str]:
+    """Take a forgotten note out of the chains it was in: a note it superseded is current again
+    (a candidate: what replaced it is gone, so it is re-read before it is relied on), and a note
+    that superseded it no longer names it. The ids of the notes changed, each one revision on."""
+    from .engine import atomic_write
+
+    changed = []
+    for note_id, note in project_notes(root, store, project).items():
+        header = note.header
+        if header.superseded_by != forgotten and forgotten not in header.supersedes:
+            continue
+        update: dict[str, object] = {"revision": header.revision + 1,
+                                     "supersedes": [i for i in header.supersedes if i != forgotten]}
+        if header.superseded_by == forgotten:
+            update |= {"superseded_by": None, "status": "candidate", "confirmed_by": None}
+        revised = header.model_copy(update=update)
+        revised.history = [*header.history, Event(action="restored", revision=revised.revision, at=now(), by=by,
+                                                  origin="user")]
+        atomic_write(root / store.note(project, note_id), render(Note(header=revised, body=note.body)).encode())
+        changed.append(note_id)
+    return changed
 
 
 def retired(store_folder: Path) -> dict[str, str]:

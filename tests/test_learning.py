@@ -383,3 +383,21 @@ def test_an_import_keeps_a_conflict_for_a_person_and_refuses_a_bad_bundle(store,
     ok(other, "init", str(other))
     planned = kbuild(other, "import", str(missing), "--dry-run")
     assert "missing: source payments: payments.md is not here" in planned.output
+
+
+def test_forgetting_the_note_that_superseded_another_makes_that_one_current_again(store):
+    ok(store, "learn", delta(store, "d1.json", add()))
+    newer = "Refunds are paid back to the card within 5 working days of the approval since the bank change."
+    ok(store, "learn", delta(store, "d2.json", {
+        "action": "supersede", "note": "refund-days", "base_revision": 1, "by": "refund-days-bank",
+        "title": "Refund payout time after the bank change", "text": newer, "provenance": AGENT}))
+    ok(store)
+    ok(store, "forget", "refund-days-bank", "--reason", "written in error")
+    old_note = (store / "kb/shop/notes/refund-days.md").read_text()
+    assert "superseded_by: null" in old_note and "status: candidate" in old_note and "revision: 3" in old_note
+    assert "action: restored" in old_note  # its history says why it is current again
+    pages = fact_pages(store, "refund-days")
+    assert "Candidate note" in pages and "refund-days-bank" not in pages
+    question = "how many working days until a refund is paid back to the card?"
+    assert "within 3 working days" in ok(store, "context", question, "--budget", "3000")
+    ok(store, "check")

@@ -187,10 +187,12 @@ def forget(ctx: click.Context, note_id: str, by: str | None, reason: str | None)
     write_tombstone(spec.root, app.store, project, Tombstone(id=note_id, forgotten_at=notes.now(), by=_who(by),
                                                              reason=reason, revision=revision, sentences=prints))
     path.unlink()
+    restored = notes.unlink_forgotten(spec.root, app.store, project, note_id, _who(by))
     forgotten = Forgotten(prints)
     cached = purge_call_cache(engine.cache_dir, forgotten)
     log = LocalState(spec.root / FOLDER).call_log
     logged = CallLog(log).remove(forgotten.carried_in_json) if log.exists() else 0
     click.echo(f"forgot {project}/{note_id}: a tombstone in {app.store.tombstones(project)}, {cached} cached calls and "
-               f"{logged} logged calls deleted; building")
+               f"{logged} logged calls deleted" + (f"; {', '.join(restored)} no longer in a chain with it" if restored
+                                                    else "") + "; building")
     ctx.invoke(build)
