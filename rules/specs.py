@@ -5,6 +5,7 @@ its numbers, RFC 2119 keywords, code names and quoted terms must be there (kbuil
 """
 from __future__ import annotations
 
+from kbuild import notes
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Context, Problem
 from kbuild.requirements import acceptance_failures, normative_keyword
@@ -17,8 +18,8 @@ from .values import SpecPage
 from .views import view_page
 
 
-@model_rule("spec", "grounding", version=4, settings=("store", "label"),
-            uses=(unsupported, write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
+@model_rule("spec", "grounding", version=5, settings=("store", "label"),
+            uses=(unsupported, "kbuild.notes", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
@@ -33,6 +34,22 @@ async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
              f"Every requirement links to the facts that support it. Requirements: {ctx.settings.label}._\n",
              f"Up: [specs](index.md) · [{project}](../../index.md)\n", "## Requirements\n"]
     origins = {ref: st["origin"] for st in statements for ref in st["cites"]}
+    note_ids = {src.id for src in listed.sources if src.kind == "note"}
+
+    def unconfirmed(refs: list[str]) -> list[str]:
+        """The notes among the cited facts' sources that nobody confirmed: a requirement drawn
+        from one is a lead, not a settled rule (docs/learning.md)."""
+        found = []
+        for source in sorted({ref.split("/", 1)[0] for ref in refs} & note_ids):
+            try:
+                header = notes.parse(ctx.read(store.note(project, source)), store.note(project, source)).header
+            except (OSError, notes.NoteError):
+                found.append(source)
+                continue
+            if header.status != "confirmed":
+                found.append(source)
+        return found
+
     claims: list[tuple[str, list[str]]] = []
     for n, req in enumerate(requirements, start=1):
         cited = [ref for ref in req["cites"] if ref in origins]
@@ -54,6 +71,10 @@ async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
         links = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.fact(origins[ref], *ref.split('/', 1)))}))"
                          for ref in cited)
         lines.append(f"**R{n}.** {req['statement']} {links}\n")
+        leads = unconfirmed(cited)
+        if leads:
+            lines.append(f"- Not settled: drawn from a note nobody confirmed ({', '.join(leads)}); confirm it "
+                         "(`kbuild confirm`) before implementing this.\n")
         lines.append(f"- Acceptance: {req['acceptance']}\n")
     if not requirements:
         lines.append(f"**A gap.** The {request.view} view states no requirement (no MUST, SHALL, SHOULD, "

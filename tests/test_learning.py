@@ -401,3 +401,28 @@ def test_forgetting_the_note_that_superseded_another_makes_that_one_current_agai
     question = "how many working days until a refund is paid back to the card?"
     assert "within 3 working days" in ok(store, "context", question, "--budget", "3000")
     ok(store, "check")
+
+
+def test_a_spec_requirement_drawn_from_a_candidate_note_says_it_is_not_settled(tmp_path):
+    from test_views import API, OPERATIONS, PAYMENTS
+
+    ok(tmp_path, "init", str(tmp_path))
+    kbuildfile = tmp_path / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000",
+                                                         "floor_tokens=15, cap_tokens=40"))
+    for name, text in [("payments.md", PAYMENTS), ("operations.md", OPERATIONS), ("api.md", API)]:
+        (tmp_path / name).write_text(text)
+        ok(tmp_path, "add", "shop", name)
+    ok(tmp_path, "view", "add", "shop", "refunds", "--about", "refund requests and their time limit")
+    ok(tmp_path, "spec", "add", "shop", "refund-rules", "--view", "refunds")
+    fee = "A refund request MUST be charged a fee of 4 euros when it is made after the time limit."
+    ok(tmp_path, "learn", delta(tmp_path, "d.json", add("refund-fee", fee, title="Refund request fee")))
+    ok(tmp_path)
+    spec = (tmp_path / "kb/shop/artifacts/specs/refund-rules.md").read_text()
+    drawn = spec.split(fee, 1)[1].split("**R", 1)[0]
+    assert "Not settled" in drawn and "refund-fee" in drawn
+    assert spec.count("Not settled") == 1  # the requirements from documents are not marked
+    ok(tmp_path, "confirm", "refund-fee", "--by", "alice")
+    ok(tmp_path)
+    assert "Not settled" not in (tmp_path / "kb/shop/artifacts/specs/refund-rules.md").read_text()
+    ok(tmp_path, "check")
