@@ -59,26 +59,23 @@ def first_sentence(words: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-@rule(version=1, uses=("kbuild.slicing", "kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections,
-                       first_sentence, _plain), settings=("store",))
-async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """A source's sections, each with where it stands (its fact page, its lines of text.md), its
-    breadcrumb, its size and its words' counts. A fact that failed leaves its sections out."""
-    store = ctx.settings.store
+ABBREVIATIONS_PART = "abbreviations"  # beside one "fact:SLUG" part per fact: never a fact's name
+
+
+@rule(version=1, uses=("kbuild.slicing", _plain), parts=True)
+async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """Where a source's sections stand: its text cut at headings (a long section at paragraphs),
+    each part cut again where a fact ends, so a section stays within its fact; one part of this
+    value per fact ("fact:SLUG": its pieces), and the abbreviations the text defines. Each
+    fact's sections read their own part, so an edit that moves no line re-counts one fact's
+    words, not the source's."""
     doc = await ctx.query(text(project, source))
     places = (await ctx.query(chunks(project, source))).chunks
-    slugs = [p.slug for p in places]
-    got = await ctx.query_all([*(fact(project, source, s) for s in slugs), *(chunk(project, source, s) for s in slugs),
-                               *(rewrite(project, source, s) for s in slugs),
-                               *(chunk_summary(project, source, s) for s in slugs)], return_failures=True)
-    n = len(slugs)
-    pages, words, rewrites, summaries = got[:n], got[n:2 * n], got[2 * n:3 * n], got[3 * n:]
     lines = doc.text.split("\n")
-    lines = doc.text.split("\n")
-    parts = []  # the sections, each cut where a fact ends: a section stays within its fact
+    cuts: dict[str, list[dict[str, Any]]] = {f"fact:{p.slug}": [] for p in places}
     for part in slice_text(doc.text, SECTION_FLOOR, SECTION_CAP, headings=doc.kind != "code"):
         first = True
-        for at, place in enumerate(places):
+        for place in places:
             if place.end < part.start or place.start > part.end:
                 continue
             piece = replace(part, start=max(part.start, place.start), end=min(part.end, place.end))
@@ -87,53 +84,78 @@ async def source_sections(ctx: Context, project: str, source: str) -> dict[str, 
                 piece = replace(piece, covers=tuple(c for n, c in enumerate(part.covers) if not n or c.lower() in held))
             if not first:  # the part goes on into the next fact, under that fact's headings
                 piece = replace(piece, headings=tuple(place.headings), covers=tuple(place.covers[:1]), continued=True)
-            parts.append((at, piece))
+            cuts[f"fact:{place.slug}"].append({"start": piece.start, "end": piece.end, "headings": list(piece.headings),
+                                                "covers": list(piece.covers)})
             first = False
-    facts_of = [at for at, _ in parts]
-    parts = [part for _, part in parts]
+    return {**cuts, ABBREVIATIONS_PART: defined_abbreviations(doc.text)}
+
+
+@rule(version=1, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence),
+      settings=("store",))
+async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
+    """One fact's sections, each with where it stands (its fact page, its lines of text.md), its
+    breadcrumb, its size and its words' counts, and its summary for search; none when the fact
+    failed."""
+    store = ctx.settings.store
+    doc = await ctx.query(chunks(project, source))
+    place = next(p for p in doc.chunks if p.slug == slug)
+    pieces = await ctx.query_part(section_cuts(project, source), f"fact:{slug}") or []
+    page, words, rewritten, summary = await ctx.query_all(
+        [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),
+         chunk_summary(project, source, slug)], return_failures=True)
+    if isinstance(page, QueryFailed):
+        return {"sections": [], "summary": None}
+    lines = words.text.split("\n") if not isinstance(words, QueryFailed) else []
     # A long section is cut into several parts; the Rewritten of its heading is shared among
     # them in order, paragraph by paragraph, so that each part has about its own words.
-    shares: dict[tuple[int | None, str], int] = Counter((at, (part.covers or part.headings or ("",))[-1])
-                                                        for at, part in zip(facts_of, parts))
-    seen: Counter[tuple[int | None, str]] = Counter()
+    heading_of = [(p["covers"] or p["headings"] or [""])[-1] for p in pieces]
+    shares = Counter(heading_of)
+    seen: Counter[str] = Counter()
+    own = (rewritten_sections(rewritten, [*words.headings, *place.covers])
+           if not isinstance(rewritten, QueryFailed) and not isinstance(words, QueryFailed) else None)
     sections = []
-    for part, at in zip(parts, facts_of):
-        heading = (part.covers or part.headings or ("",))[-1]
-        nth, seen[(at, heading)] = seen[(at, heading)], seen[(at, heading)] + 1
-        if at is None or isinstance(pages[at], QueryFailed):
-            continue
-        place = places[at]
-        end = part.end
-        body = "\n".join(lines[part.start - 1:end])
-        heads = [h for h in part.headings if h != doc.title]
-        crumb = [doc.title, *heads, *(c for c in part.covers if c not in heads and c != doc.title)]
+    for piece, heading in zip(pieces, heading_of):
+        nth, seen[heading] = seen[heading], seen[heading] + 1
+        body = "\n".join(lines[piece["start"] - place.start:piece["end"] - place.start + 1])
+        heads = [h for h in piece["headings"] if h != doc.title]
+        crumb = [doc.title, *heads, *(c for c in piece["covers"] if c not in heads and c != doc.title)]
         counts = Counter(tokens(body))
         for word in tokens(" ".join(crumb[1:])):
             counts[word] += HEADING_WEIGHT
         counts.update(tokens(doc.title))
-        if not isinstance(rewrites[at], QueryFailed) and not isinstance(words[at], QueryFailed):
-            own = rewritten_sections(rewrites[at], [*words[at].headings, *place.covers])
-            for name in part.covers or part.headings[-1:]:
+        if own is not None:
+            for name in piece["covers"] or piece["headings"][-1:]:
                 paragraphs = [p for p in own.get(name, "").split("\n\n") if p.strip()]
-                if name == heading and shares[(at, heading)] > 1:
-                    k = shares[(at, heading)]
+                if name == heading and shares[heading] > 1:
+                    k = shares[heading]
                     paragraphs = paragraphs[nth * len(paragraphs) // k:(nth + 1) * len(paragraphs) // k]
                 counts.update(tokens("\n".join(paragraphs)))
         sections.append({
-            "kind": "section", "page": store.fact(project, source, place.slug), "text": store.text(project, source),
-            "start": part.start, "end": end, "crumb": crumb, "tokens": estimate_tokens(body),
+            "kind": "section", "page": store.fact(project, source, slug), "text": store.text(project, source),
+            "start": piece["start"], "end": piece["end"], "crumb": crumb, "tokens": estimate_tokens(body),
             "line": first_sentence(body) or " › ".join(crumb), "counts": dict(sorted(counts.items())),
         })
-    for place, page, summary in zip(places, pages, summaries):  # each fact's summary, for search
-        if isinstance(page, QueryFailed) or not isinstance(summary, str):
-            continue
+    found = None
+    if isinstance(summary, str):
         crumb = [doc.title, *(c for c in place.covers if c != doc.title)]
         counts = Counter(tokens(summary))
         counts.update(tokens(" ".join(crumb)))
-        sections.append({"kind": "summary", "page": store.fact(project, source, place.slug), "crumb": crumb,
-                         "line": summary, "tokens": estimate_tokens(summary), "counts": dict(sorted(counts.items()))})
+        found = {"kind": "summary", "page": store.fact(project, source, slug), "crumb": crumb, "line": summary,
+                 "tokens": estimate_tokens(summary), "counts": dict(sorted(counts.items()))}
+    return {"sections": sections, "summary": found}
+
+
+@rule(version=2, settings=("store",))
+async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """A source's sections in the order of its text, then its facts' summaries."""
+    store = ctx.settings.store
+    doc = await ctx.query(chunks(project, source))
+    abbreviations = await ctx.query_part(section_cuts(project, source), ABBREVIATIONS_PART) or {}
+    got = await ctx.query_all([fact_sections(project, source, p.slug) for p in doc.chunks], return_failures=True)
+    made = [g for g in got if not isinstance(g, QueryFailed)]
+    sections = [s for g in made for s in g["sections"]] + [g["summary"] for g in made if g["summary"]]
     return {"title": doc.title, "source_index": store.source_index(project, source),
-            "abbreviations": defined_abbreviations(doc.text), "sections": sections}
+            "abbreviations": abbreviations, "sections": sections}
 
 
 def index_folder(store: Any, project: str) -> str:
