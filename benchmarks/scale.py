@@ -148,6 +148,7 @@ def measure(queries: int) -> dict[str, float]:
         read = run_child("--read-lock", clone)
         status = run_child("--status", clone)
     actual = 1 + (count + PER_PROJECT - 1) // PER_PROJECT + count * PER_SOURCE
+    assert read["ran"] == status["ran"] == actual, "the fresh clone did not see the whole graph in the lock"
     return {"queries": actual, "sources": count, "load": load, "cold_s": cold["s"], "cold_rss": cold["rss_mb"],
             "noop_s": noop["s"], "noop_rss": noop["rss_mb"], "edit_s": edit["s"], "edit_ran": edit["ran"],
             "edit_rss": edit["rss_mb"], "state_mb": state_mb, "lock_mb": len(lock) / 1e6,
