@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from . import notes
 from .notes import Event, Evidence, Note, NoteError, NoteHeader, Provenance
@@ -22,16 +22,14 @@ SCHEMA = "kbuild.delta/1"
 MAX_TEXT = 20_000  # characters of one action's text: a note is a finding, not a document
 
 
+NoteId = Annotated[str, AfterValidator(lambda value: check_id("note", value))]
+
+
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    note: str
+    note: NoteId
     provenance: Provenance
-
-    @field_validator("note")
-    @classmethod
-    def _note(cls, value: str) -> str:
-        return check_id("note", value)
 
 
 class AddNote(_Action):
@@ -52,14 +50,9 @@ class AppendNote(_Action):
 class SupersedeNote(_Action):
     action: Literal["supersede"]
     base_revision: int = Field(ge=1)
-    by: str = Field(description="the id of the new note that replaces it")
+    by: NoteId = Field(description="the id of the new note that replaces it")
     title: str = Field(min_length=1, max_length=200)
     text: str = Field(min_length=1, max_length=MAX_TEXT)
-
-    @field_validator("by")
-    @classmethod
-    def _by(cls, value: str) -> str:
-        return check_id("note", value)
 
 
 class WithdrawNote(_Action):
@@ -75,13 +68,8 @@ class Delta(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     schema_: Literal["kbuild.delta/1"] = Field(alias="schema")
-    project: str
+    project: Annotated[str, AfterValidator(lambda value: check_id("project", value))]
     actions: list[Action] = Field(min_length=1, max_length=100)
-
-    @field_validator("project")
-    @classmethod
-    def _project(cls, value: str) -> str:
-        return check_id("project", value)
 
 
 class Step(BaseModel):
