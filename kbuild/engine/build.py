@@ -8,9 +8,9 @@ import time
 
 from .buildstate import LOCK_BEHIND
 from .collect import Collect
+from .demand import Demand
 from .files import atomic_write
 from .graphload import GraphLoading
-from .propagate import Propagate
 from .hashing import hash_bytes
 from .lockfile import patch_lock, render_lock
 from .report import BuildStopped, Problem, Report, stop_for
@@ -22,7 +22,7 @@ from .snapshot import CLEAN, Snapshot
 UNFINISHED = "unfinished"  # meta key: a build started and has not ended (killed, stopped)
 
 
-class Build(GraphLoading, Snapshot, Scan, Propagate, Collect):
+class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
     """A build: the build state with every step of the algorithm."""
 
     async def run(self, targets: list[Query], collect_garbage: bool) -> Report:
@@ -47,11 +47,11 @@ class Build(GraphLoading, Snapshot, Scan, Propagate, Collect):
         # anyone having edited them (Engine.last_build_unfinished)
         self.state.commit()
         if summary is not None and collect_garbage:
-            await self.propagate(changed_files, changed_outputs, root_ids)
+            self.load_reached(changed_files, changed_outputs, root_ids)
         else:
             self.load_graph()
-            self.settle(root_ids)
-            await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
+        self.settle(root_ids)
+        await asyncio.gather(*(self.demand(q, None) for q in root_ids if q not in self.green))
         report.failed = {q: m for q, m in self.failed.items() if q not in self.waiting}
         report.waiting = {q: m for q, m in self.failed.items() if q in self.waiting}
         if self.stopped is not None:

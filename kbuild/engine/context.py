@@ -110,15 +110,16 @@ class Context:
         # Only what is not settled yet is awaited, and one read without a task: a cold build has
         # every query suspended at once, and a task per read was most of its memory.
         pending = [i for i in ids if i not in build.green]
-        if len(pending) > 1:
-            build.preload(pending)
         if len(pending) == 1:
             await build.demand(pending[0], me)
         elif pending:
             await asyncio.gather(*(build.demand(i, me) for i in pending))
         known, failed = build.values, build.failed
         missing = [i for i in ids if i not in known or i in failed]
-        fetched = dict(zip(missing, await build.values_of(missing))) if missing else {}
+        if len(missing) == 1:
+            fetched = {missing[0]: await build.value_of(missing[0])}
+        else:
+            fetched = dict(zip(missing, await asyncio.gather(*(build.value_of(i) for i in missing)))) if missing else {}
         return [fetched[i] if i in fetched else known[i] for i in ids]
 
     @property

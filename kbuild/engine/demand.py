@@ -6,7 +6,6 @@ import asyncio
 from typing import Any
 
 from .execute import Execute
-from .graphload import LazyMemos
 from .hashing import FAILED, UNKNOWN, decode_value, hash_bytes
 from .report import CycleError, QueryFailed
 from .state import FileRead, Memo
@@ -21,11 +20,6 @@ class Demand(Execute):
             return settled
         if qid in self.failed:
             return FAILED
-        if self.reached is not None and qid not in self.reached and qid not in self.tasks:
-            memo = self.memos.get(qid)
-            if memo is not None:  # no change reaches it: settled as recorded, without a task
-                self.green[qid] = memo.hash
-                return memo.hash
         task = self.tasks.get(qid)
         if task is None:
             task = asyncio.ensure_future(self._update(qid))
@@ -88,7 +82,6 @@ class Demand(Execute):
             if len(unsettled) == 1:
                 seen[unsettled[0]] = await self.demand(unsettled[0], qid)
             elif unsettled:  # brought up to date together; a task each only for these
-                self.preload(unsettled)
                 seen = dict(zip(unsettled, await asyncio.gather(*(self.demand(d, qid) for d in unsettled))))
             reason = first_changed_read(group, self.hasher.hash, lambda dep: seen.get(dep) or green[dep],
                                         parts_of=self._parts_of)
@@ -100,34 +93,25 @@ class Demand(Execute):
         memo = self.memos.get(qid)  # settled: the memo of the value that stands
         return memo.parts if memo is not None else None
 
-    def preload(self, qids: list[str]) -> None:
-        """Load in one go the memos of many queries about to be demanded (a reader of a whole
-        source's facts), where memos are loaded when first asked for, rather than one each."""
-        if isinstance(self.memos, LazyMemos):
-            self.memos.preload([q for q in qids if q not in self.green])
-
-    async def values_of(self, qids: list[str]) -> list[Any]:
-        """The values of settled queries (a failed one as its QueryFailed), the stored ones
-        read from the state in one go."""
-        blobs = self.state.load_values([q for q in qids if q not in self.failed and q not in self.values])
-        for qid, blob in blobs.items():
-            if blob is not None and hash_bytes(blob) == self.green.get(qid):
-                query = self._query_for(qid)
-                self.values[qid] = query.rule.decode(blob) if query is not None else decode_value(blob)
-        pending = [q for q in qids if q not in self.values and q not in self.failed]
-        if pending:
-            await asyncio.gather(*(self._force(q) for q in pending))
-        return [QueryFailed(q, self.failed[q], waiting=q in self.waiting) if q in self.failed else self.values[q]
-                for q in qids]
-
     async def value_of(self, qid: str) -> Any:
         """The value of a settled query, or its QueryFailed."""
-        return (await self.values_of([qid]))[0]
-
-    async def _force(self, qid: str) -> None:
-        """Settled from the lock on a fresh clone: the value was never stored here; run it."""
+        if qid in self.failed:
+            return QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
+        value = self.values.get(qid)
+        if value is not None or qid in self.values:
+            return value
+        blob = self.state.load_value(qid)
+        if blob is not None and hash_bytes(blob) == self.green.get(qid):
+            query = self._query_for(qid)
+            value = query.rule.decode(blob) if query is not None else decode_value(blob)
+            self.values[qid] = value
+            return value
+        # Settled from the lock on a fresh clone: the value was never stored here; run it.
         task = self.forced.get(qid)
         if task is None:
             task = asyncio.ensure_future(self._execute(qid, self.memos.get(qid), Reason.of(Change.VALUE_NOT_STORED)))
             self.forced[qid] = task
         await task
+        if qid in self.failed:
+            return QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
+        return self.values[qid]

@@ -1,4 +1,4 @@
-"""Loading the recorded graph: all of it, from the lock, or each memo when first asked for."""
+"""Loading the recorded graph: all of it, only what a few changes reach, or from the lock."""
 from __future__ import annotations
 
 import gc
@@ -6,7 +6,7 @@ import gc
 from .buildstate import BuildState
 from .lockfile import read_lock
 from .snapshot import CLEAN
-from .state import Memo, State
+from .state import FileRead, Memo, PartHash, State, flat
 
 
 class GraphLoading(BuildState):
@@ -22,6 +22,33 @@ class GraphLoading(BuildState):
         finally:
             gc.enable()
         gc.freeze()
+
+    def load_reached(self, changed_files: list[str], changed_outputs: list[str], root_ids: list[str]) -> None:
+        """Load only the queries that the changed files and outputs reach through the recorded
+        graph read backwards; every other query is settled with its recorded hash, which its
+        readers recorded too (the last build left every read settled)."""
+        state = self.state
+        frontier = state.readers(FileRead.of(p) for p in changed_files)
+        for writers in state.writers(changed_outputs).values():
+            frontier |= writers
+        reached: set[str] = set()
+        while frontier:
+            reached |= frontier
+            frontier = state.readers(frontier) - reached
+        self.reached = reached
+        self.memos = _LazyMemos(state)
+        self.memos.update(state.load_memos(reached))
+        green = self.green
+        for qid in reached:
+            for dep, recorded in flat(self.memos[qid].deps):
+                # a part read recorded the hash of one part, not the value's: the query is
+                # settled from its own memo when it is demanded
+                if dep not in reached and not isinstance(dep, FileRead) and PartHash.part_of(recorded) is None:
+                    green[dep] = recorded
+        for qid in root_ids:
+            memo = self.memos.get(qid) if qid not in reached else None
+            if memo is not None:
+                green[qid] = memo.hash
 
     def _import_lock(self) -> None:
         """Take the graph from the lock when it changed under us (a fresh clone, a git pull).
@@ -46,7 +73,7 @@ class GraphLoading(BuildState):
 
 
 
-class LazyMemos(dict[str, Memo]):
+class _LazyMemos(dict[str, Memo]):
     """Memos loaded from the state when first asked for: a build that loaded only what its
     changes reach can still look up any query it meets."""
 
@@ -60,12 +87,6 @@ class LazyMemos(dict[str, Memo]):
             raise KeyError(qid)
         self[qid] = found[qid]
         return found[qid]
-
-    def preload(self, ids: list[str]) -> None:
-        """Load these memos in one go rather than one query each."""
-        missing = [q for q in ids if not dict.__contains__(self, q)]
-        if missing:
-            self.update(self.state.load_memos(missing))
 
     def get(self, qid: str, default: Memo | None = None) -> Memo | None:  # type: ignore[override]
         try:

@@ -167,11 +167,6 @@ class State:
         return {r for batch in _batches(deps) for (r,) in
                 self.db.execute(f"SELECT reader FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)}
 
-    def reads_of(self, deps: Iterable[str]) -> list[tuple[str, str]]:
-        """(dep, reader) for every recorded read of any of `deps`."""
-        return [row for batch in _batches(deps) for row in
-                self.db.execute(f"SELECT dep, reader FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)]
-
     def writers(self, paths: Iterable[str]) -> dict[str, set[str]]:
         """The queries whose memos write each of `paths`."""
         found: dict[str, set[str]] = {}
@@ -207,10 +202,6 @@ class State:
         ids = list(ids)
         for table, column in (("memo", "id"), ("reads", "reader"), ("writes", "writer")):
             self.db.executemany(f"DELETE FROM {table} WHERE {column}=?", ((i,) for i in ids))
-
-    def load_values(self, ids: Iterable[str]) -> dict[str, bytes | None]:
-        return {i: v for batch in _batches(ids) for i, v in
-                self.db.execute(f"SELECT id, value FROM memo WHERE id IN ({','.join('?' * len(batch))})", batch)}
 
     def load_value(self, query_id: str) -> bytes | None:
         row = self.db.execute("SELECT value FROM memo WHERE id=?", (query_id,)).fetchone()
