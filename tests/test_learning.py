@@ -146,12 +146,19 @@ def test_the_mcp_learn_tool_only_with_allow_learn_and_with_the_same_lock(store):
     assert "status: candidate" in (store / "kb/shop/notes/refund-days.md").read_text()
 
 
-def test_a_superseded_note_stays_for_history_and_context_picks_the_current_one(store):
+NEWER = "Refunds are paid back to the card within 5 working days of the approval since the bank change."
+
+
+def learn_then_supersede(store: Path) -> None:
+    """refund-days learned, then superseded by refund-days-bank (5 working days)."""
     ok(store, "learn", delta(store, "d1.json", add()))
-    newer = "Refunds are paid back to the card within 5 working days of the approval since the bank change."
     ok(store, "learn", delta(store, "d2.json", {
         "action": "supersede", "note": "refund-days", "base_revision": 1, "by": "refund-days-bank",
-        "title": "Refund payout time after the bank change", "text": newer, "provenance": AGENT}))
+        "title": "Refund payout time after the bank change", "text": NEWER, "provenance": AGENT}))
+
+
+def test_a_superseded_note_stays_for_history_and_context_picks_the_current_one(store):
+    learn_then_supersede(store)
     old_note = (store / "kb/shop/notes/refund-days.md").read_text()
     assert "status: superseded" in old_note and "superseded_by: refund-days-bank" in old_note
     assert "refund-days" in (store / "kb/shop/notes/refund-days-bank.md").read_text().split("supersedes:")[1]
@@ -386,11 +393,7 @@ def test_an_import_keeps_a_conflict_for_a_person_and_refuses_a_bad_bundle(store,
 
 
 def test_forgetting_the_note_that_superseded_another_makes_that_one_current_again(store):
-    ok(store, "learn", delta(store, "d1.json", add()))
-    newer = "Refunds are paid back to the card within 5 working days of the approval since the bank change."
-    ok(store, "learn", delta(store, "d2.json", {
-        "action": "supersede", "note": "refund-days", "base_revision": 1, "by": "refund-days-bank",
-        "title": "Refund payout time after the bank change", "text": newer, "provenance": AGENT}))
+    learn_then_supersede(store)
     ok(store)
     ok(store, "forget", "refund-days-bank", "--reason", "written in error")
     old_note = (store / "kb/shop/notes/refund-days.md").read_text()
