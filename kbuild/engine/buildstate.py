@@ -24,6 +24,7 @@ from .state import DepGroup, Memo, State
 from .verify import Reason
 
 if TYPE_CHECKING:
+    from .demand import Frame
     from .engine import Engine
 
 # meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
@@ -59,7 +60,10 @@ class BuildState:
         self.waiting: set[str] = set()  # of the failed, those that wait for a deferred call
         self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
         self.values: dict[str, Any] = {}
-        self.tasks: dict[str, asyncio.Task[str]] = {}
+        self.frames: dict[str, Frame] = {}  # queries being brought up to date, and those settled so
+        self.ready: list[Frame] = []  # frames that can go on
+        self.draining = False
+        self.running: set[asyncio.Task[str]] = set()  # rules running, held so none is collected
         self.forced: dict[str, asyncio.Task[str]] = {}
         self.waits: dict[str, set[str]] = {}
         self.report = Report()

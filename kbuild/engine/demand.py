@@ -1,8 +1,16 @@
 """Demand: bring one query up to date, verifying its recorded reads in order (each brought up
-to date first) and running it when one changed; with cycle detection among waiting queries."""
+to date first) and running it when one changed; with cycle detection among waiting queries.
+
+Verification is synchronous: a query being verified is a frame, suspended while a read it
+verifies waits for a query that runs, and resumed when that one settles. Only running a rule
+is a task. After an edit, most of what an edit reaches verifies without running, and a task
+each (two turns of the event loop, a wake-up per reader) was most of the time of such a build:
+23,600 queries checked after one sentence edited in a source of 2,000 chunks.
+"""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from .execute import Execute
@@ -10,6 +18,21 @@ from .hashing import FAILED, UNKNOWN, decode_value, hash_bytes
 from .report import CycleError, QueryFailed
 from .state import FileRead, Memo
 from .verify import Change, Reason, first_changed_read, outside_reads
+
+
+@dataclass(eq=False)
+class Frame:
+    """One query being brought up to date: the group of reads it is verifying, how many of
+    that group's queries it still waits for, and who waits for it."""
+
+    qid: str
+    memo: Memo | None
+    group: int = 0
+    blocked: int = 0
+    result: str | None = None  # the hash its readers see, once settled
+    error: BaseException | None = None  # a running rule raised past the engine: it fails the build
+    readers: list[Frame] = field(default_factory=list)  # frames waiting for this one
+    future: asyncio.Future[str] | None = None  # made only when a task awaits it
 
 
 class Demand(Execute):
@@ -20,20 +43,30 @@ class Demand(Execute):
             return settled
         if qid in self.failed:
             return FAILED
-        task = self.tasks.get(qid)
-        if task is None:
-            task = asyncio.ensure_future(self._update(qid))
-            self.tasks[qid] = task
-        elif requester is not None and (cycle := self._cycle_path(qid, requester)) is not None:
+        frame = self.frames.get(qid)
+        if frame is None:
+            frame = self._start(qid)
+        elif frame.result is None and requester is not None and (cycle := self._cycle_path(qid, requester)) is not None:
             raise CycleError(cycle)
+        if frame.result is not None or frame.error is not None:
+            return self._outcome(frame)
+        if frame.future is None:
+            frame.future = asyncio.get_running_loop().create_future()
         if requester is None:
-            return await task
+            return await frame.future
         waiting = self.waits.setdefault(requester, set())
         waiting.add(qid)
         try:
-            return await task
+            return await frame.future
         finally:
             waiting.discard(qid)
+
+    @staticmethod
+    def _outcome(frame: Frame) -> str:
+        if frame.error is not None:
+            raise frame.error
+        assert frame.result is not None
+        return frame.result
 
     def _cycle_path(self, start: str, target: str) -> list[str] | None:
         """A path start -> ... -> target through queries waiting on one another, if any."""
@@ -52,42 +85,129 @@ class Demand(Execute):
     def current_hash(self, qid: str) -> str:
         return self.green.get(qid) or FAILED
 
-    async def _update(self, qid: str) -> str:
-        memo = self.memos.get(qid)
-        if self.reached is not None and qid not in self.reached and memo is not None:
-            self.green[qid] = memo.hash  # no change reaches it: settled as recorded
-            return memo.hash
-        if memo is None and qid not in self.queries:
-            # Read by a query in an earlier build, never built since (it failed): only a reader
-            # running again can say whether it is still wanted, and with which rule.
-            return UNKNOWN
-        reason = self.must_run.get(qid) or outside_reads(memo, self.engine.rules, self.sources, self.hasher.hash)
-        if reason is None:
-            assert memo is not None
-            try:
-                reason = await self._first_changed_read(qid, memo)
-            except CycleError as exc:
-                return self._fail(qid, str(exc), exc)
-            if reason is None:
-                self.green[qid] = memo.hash
-                return memo.hash
-        return await self._execute(qid, memo, reason)
+    # -- verification, without tasks ------------------------------------------------------
 
-    async def _first_changed_read(self, qid: str, memo: Memo) -> Reason | None:
-        """Check recorded reads in order, bringing each up to date first; name the first changed."""
-        green = self.green
-        for group in memo.deps:
-            unsettled = [dep for dep, _ in group if not isinstance(dep, FileRead) and dep not in green]
-            seen: dict[str, str] = {}
-            if len(unsettled) == 1:
-                seen[unsettled[0]] = await self.demand(unsettled[0], qid)
-            elif unsettled:  # brought up to date together; a task each only for these
-                seen = dict(zip(unsettled, await asyncio.gather(*(self.demand(d, qid) for d in unsettled))))
-            reason = first_changed_read(group, self.hasher.hash, lambda dep: seen.get(dep) or green[dep],
-                                        parts_of=self._parts_of)
+    def _start(self, qid: str) -> Frame:
+        frame = Frame(qid, self.memos.get(qid))
+        self.frames[qid] = frame
+        self.ready.append(frame)
+        self._drain()
+        return frame
+
+    def _drain(self) -> None:
+        """Advance every frame that can go on. Re-entered from a settling frame's readers, it
+        returns at once: the outer loop takes them."""
+        if self.draining:
+            return
+        self.draining = True
+        try:
+            ready = self.ready
+            while ready:
+                self._advance(ready.pop())
+        finally:
+            self.draining = False
+
+    def _advance(self, frame: Frame) -> None:
+        qid, memo = frame.qid, frame.memo
+        if frame.group == 0 and frame.blocked == 0:
+            if self.reached is not None and qid not in self.reached and memo is not None:
+                self.green[qid] = memo.hash  # no change reaches it: settled as recorded
+                return self._settle(frame, memo.hash)
+            if memo is None and qid not in self.queries:
+                # Read by a query in an earlier build, never built since (it failed): only a reader
+                # running again can say whether it is still wanted, and with which rule.
+                return self._settle(frame, UNKNOWN)
+            reason = self.must_run.get(qid) or outside_reads(memo, self.engine.rules, self.sources, self.hasher.hash)
             if reason is not None:
-                return reason
-        return None
+                return self._run(frame, reason)
+        assert memo is not None
+        green, failed, frames = self.green, self.failed, self.frames
+        groups = memo.deps
+        while frame.group < len(groups):
+            group = groups[frame.group]
+            if frame.blocked == 0:
+                for dep, _ in group:
+                    if isinstance(dep, FileRead) or dep in green or dep in failed:
+                        continue
+                    other = frames.get(dep)
+                    if other is None:
+                        other = Frame(dep, self.memos.get(dep))
+                        frames[dep] = other
+                        self.ready.append(other)
+                    elif other.result is not None or other.error is not None:
+                        continue
+                    elif frame in other.readers:
+                        continue  # the same query read twice in one group (two of its parts)
+                    elif (cycle := self._cycle_path(dep, qid)) is not None:
+                        self._unblock(frame)
+                        exc = CycleError(cycle)
+                        return self._settle(frame, self._fail(qid, str(exc), exc))
+                    other.readers.append(frame)
+                    self.waits.setdefault(qid, set()).add(dep)
+                    frame.blocked += 1
+                if frame.blocked:
+                    return  # resumed when the last of them settles
+            reason = first_changed_read(group, self.hasher.hash, self._hash_now, parts_of=self._parts_of)
+            if reason is not None:
+                return self._run(frame, reason)
+            frame.group += 1
+        self.green[qid] = memo.hash
+        self._settle(frame, memo.hash)
+
+    def _unblock(self, frame: Frame) -> None:
+        """Stop waiting for the group's queries (a cycle failed this frame)."""
+        for dep in self.waits.pop(frame.qid, ()):
+            other = self.frames.get(dep)
+            if other is not None and frame in other.readers:
+                other.readers.remove(frame)
+        frame.blocked = 0
+
+    def _hash_now(self, qid: str) -> str:
+        settled = self.green.get(qid)
+        if settled is not None:
+            return settled
+        frame = self.frames.get(qid)
+        if frame is not None and frame.result is not None:
+            return frame.result  # UNKNOWN, for a query nobody can build
+        return FAILED
+
+    def _run(self, frame: Frame, reason: Reason) -> None:
+        task = asyncio.ensure_future(self._execute(frame.qid, frame.memo, reason))
+        self.running.add(task)
+        task.add_done_callback(lambda t: self._ran(frame, t))
+
+    def _ran(self, frame: Frame, task: asyncio.Task[str]) -> None:
+        self.running.discard(task)
+        if task.cancelled():
+            self._settle(frame, None, asyncio.CancelledError())
+        elif (exc := task.exception()) is not None:
+            self._settle(frame, None, exc)
+        else:
+            self._settle(frame, task.result())
+        self._drain()
+
+    def _settle(self, frame: Frame, result: str | None, error: BaseException | None = None) -> None:
+        """The frame's query is settled (or its rule raised past the engine): wake its readers."""
+        frame.result, frame.error = result, error
+        if frame.future is not None and not frame.future.done():
+            if isinstance(error, asyncio.CancelledError):
+                frame.future.cancel()
+            elif error is not None:
+                frame.future.set_exception(error)
+            else:
+                frame.future.set_result(result)  # type: ignore[arg-type]
+        for reader in frame.readers:
+            waiting = self.waits.get(reader.qid)
+            if waiting is not None:
+                waiting.discard(frame.qid)
+            if error is not None and reader.error is None:
+                reader.blocked = 0
+                self._settle(reader, None, error)
+                continue
+            reader.blocked -= 1
+            if reader.blocked == 0:
+                self.ready.append(reader)
+        frame.readers = []
 
     def _parts_of(self, qid: str) -> dict[str, str] | None:
         memo = self.memos.get(qid)  # settled: the memo of the value that stands
