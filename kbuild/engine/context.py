@@ -107,13 +107,11 @@ class Context:
         for q in queries:
             build.introduce(q)
         ids = [q.id for q in queries]
-        # Only what is not settled yet is awaited, and one read without a task: a cold build has
+        # Only what is not settled yet is awaited, without a task per read: a cold build has
         # every query suspended at once, and a task per read was most of its memory.
         pending = [i for i in ids if i not in build.green]
-        if len(pending) == 1:
-            await build.demand(pending[0], me)
-        elif pending:
-            await asyncio.gather(*(build.demand(i, me) for i in pending))
+        if pending:
+            await build.demand_all(pending, me)
         known, failed = build.values, build.failed
         missing = [i for i in ids if i not in known or i in failed]
         if len(missing) == 1:

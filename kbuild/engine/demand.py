@@ -10,6 +10,7 @@ each (two turns of the event loop, a wake-up per reader) was most of the time of
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,39 @@ class Frame:
 class Demand(Execute):
     async def demand(self, qid: str, requester: str | None) -> str:
         """Bring one query up to date and return the hash its readers see."""
+        return (await self.demand_all([qid], requester))[0]
+
+    async def demand_all(self, qids: Sequence[str], requester: str | None) -> list[str]:
+        """Bring queries up to date together and return the hash readers see of each. Each is
+        started at once, not as a task: a cold build's root reads every query, and a task per
+        read delayed the first model call by a turn of the event loop over all of them."""
+        hashes: list[str | None] = []
+        pending: dict[str, asyncio.Future[str]] = {}
+        for qid in qids:
+            got = self._begin(qid, requester)
+            if isinstance(got, str):
+                hashes.append(got)
+            else:
+                hashes.append(None)
+                pending[qid] = got
+        if not pending:
+            return hashes  # type: ignore[return-value]
+        waiting = None if requester is None else self.waits.setdefault(requester, set())
+        if waiting is not None:
+            waiting.update(pending)
+        try:
+            if len(pending) == 1:
+                results = [await next(iter(pending.values()))]
+            else:
+                results = await asyncio.gather(*pending.values())
+        finally:
+            if waiting is not None:
+                waiting.difference_update(pending)
+        found = dict(zip(pending, results))
+        return [found[qid] if known is None else known for qid, known in zip(qids, hashes)]
+
+    def _begin(self, qid: str, requester: str | None) -> str | asyncio.Future[str]:
+        """The hash readers see of a settled query, or a future for it, its frame started."""
         settled = self.green.get(qid)
         if settled is not None:
             return settled
@@ -52,14 +86,7 @@ class Demand(Execute):
             return self._outcome(frame)
         if frame.future is None:
             frame.future = asyncio.get_running_loop().create_future()
-        if requester is None:
-            return await frame.future
-        waiting = self.waits.setdefault(requester, set())
-        waiting.add(qid)
-        try:
-            return await frame.future
-        finally:
-            waiting.discard(qid)
+        return frame.future
 
     @staticmethod
     def _outcome(frame: Frame) -> str:
