@@ -342,3 +342,38 @@ def test_a_placeholder_is_no_summary_and_is_never_published_as_model_output(tmp_
     assert result.exit_code == 1 and "says nothing" in result.output and "Traceback" not in result.output
     pages = "\n".join(p.read_text() for p in (root / "kb").rglob("index.md"))
     assert f": {placeholder}\n" not in pages and f"\n\n{placeholder}\n\n" not in pages
+
+
+def _fingerprints(root: Path, model: dict | None) -> dict[str, str]:
+    from kbuild.rules import knowledge_base
+
+    return {r.name: r.fingerprint for r in knowledge_base(root, model=model).rules}
+
+
+def test_a_check_without_the_key_sees_the_graph_the_model_built(tmp_path, monkeypatch):
+    """CI runs `kbuild check` without the secret: a store built with a named model must not read
+    as built by another backend there (every page stale, "rule ... changed")."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("KBUILD_MODEL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-on-the-laptop")
+    pinned = _fingerprints(tmp_path, {"model": "gpt-4o-mini"})
+    monkeypatch.setenv("KBUILD_MODEL", "gpt-4o-mini")
+    from_environment = _fingerprints(tmp_path, None)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert _fingerprints(tmp_path, {"model": "gpt-4o-mini"}) == pinned
+    assert _fingerprints(tmp_path, None) == from_environment
+    monkeypatch.delenv("KBUILD_MODEL")
+    assert _fingerprints(tmp_path, None) != from_environment  # nothing named: the offline backend
+
+
+def test_a_named_model_without_a_key_fails_its_calls_in_one_line_without_the_network(tmp_path, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KBUILD_MODEL", "gpt-4o-mini")
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nThe limit is 3 tries.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    result = kbuild(tmp_path, "-q")
+    assert result.exit_code == 1, result.output
+    assert "OPENAI_API_KEY" in result.output and "Traceback" not in result.output
+    assert "cannot reach" not in result.output  # it never tried api.openai.com with no key

@@ -59,7 +59,7 @@ def test_any_change_takes_the_usual_build(store, change, monkeypatch):
         (store / "notes.md").write_text("# Notes\n\nThe shop opens at nine.\n")
         assert kbuild(store, "add", "notes", "notes.md").exit_code == 0
     elif change == "environment":
-        monkeypatch.setenv("KBUILD_MODEL", "another-model")
+        monkeypatch.setenv("OPENAI_ORGANIZATION", "another-org")  # the SDK reads it; naming a model needs a key
     elif change == "lock":
         lock = store / "kbuild.lock"
         lock.write_text(lock.read_text() + "\n")

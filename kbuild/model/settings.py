@@ -50,15 +50,19 @@ class ModelSettings(BaseModel):
         price_in, price_out = self.prices[model]
         return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
 
-    @property
-    def configured(self) -> bool:
-        return bool(self.api_key or self.base_url)
+    def asks_for_a_model(self) -> bool:
+        """A key, a server or a model is named, here or in the environment. Not the key alone
+        decides: it is a secret CI does not have, and which backend built the pages must not
+        depend on it, or `kbuild check` without it reads every page as another backend's."""
+        env = os.environ
+        return bool(self.api_key or self.base_url or self.model or self.models
+                    or env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") or env.get("KBUILD_MODEL"))
 
 
 
 
 def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
-    """The OpenAI-compatible backend when a key or a base URL is configured, else the offline one,
+    """The OpenAI-compatible backend when a key, a base URL or a model is named, else the offline one,
     with a notice that a build prints (not every command that reads the Kbuildfile)."""
     from .offline import OfflineBackend
 
@@ -67,12 +71,11 @@ def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"model settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    resolved = given.resolved()
-    if resolved.configured:
+    if given.asks_for_a_model():
         from .openai_backend import OpenAIBackend  # the openai package takes 0.8 s to import
 
-        return OpenAIBackend(resolved)
+        return OpenAIBackend(given.resolved())
     backend = OfflineBackend()
-    backend.notice = ("no model configured (OPENAI_API_KEY or OPENAI_BASE_URL): using the offline backend, "
+    backend.notice = ("no model configured (OPENAI_API_KEY, OPENAI_BASE_URL or KBUILD_MODEL): using the offline backend, "
                       "which writes extractive pages")
     return backend
