@@ -20,7 +20,9 @@ from pathlib import Path
 from kbuild.rules import knowledge_base
 
 # The default pipeline: sources -> text -> facts -> summaries -> indexes. With no model
-# configured it runs the offline backend (extractive, no network, no key).
+# configured it runs the offline backend (extractive, no network, no key). With a model, name
+# it here (model={"model": "gpt-4o-mini"}) or in KBUILD_MODEL, and keep the key in OPENAI_API_KEY:
+# `kbuild check` in CI needs the name, to know which model wrote the pages, never the key.
 # floor_tokens/cap_tokens bound the size of one fact. Add semantic={"source": "model2vec"}
 # (pip install 'kbuild[semantic]') or {"source": "openai"} to rank search by meaning too.
 kb = knowledge_base(Path(__file__).parent, store="kb", floor_tokens=2000, cap_tokens=4000)
