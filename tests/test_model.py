@@ -377,3 +377,23 @@ def test_a_named_model_without_a_key_fails_its_calls_in_one_line_without_the_net
     assert result.exit_code == 1, result.output
     assert "OPENAI_API_KEY" in result.output and "Traceback" not in result.output
     assert "cannot reach" not in result.output  # it never tried api.openai.com with no key
+
+
+def test_a_check_that_knows_no_model_says_to_name_the_one_that_built_the_store(tmp_path, monkeypatch):
+    with ScriptedServer(answer) as server:
+        (tmp_path / "Kbuildfile.py").write_text(KBUILDFILE.format(settings=None, max_calls=4))
+        (tmp_path / "doc.md").write_text(DOC)
+        (tmp_path / "kb/pay").mkdir(parents=True)
+        (tmp_path / "kb/pay/sources.yml").write_text("sources:\n  - id: doc\n    path: doc.md\n")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-on-the-laptop")
+        monkeypatch.setenv("KBUILD_MODEL", "scripted")
+        assert kbuild(tmp_path, "-q").exit_code == 0
+    monkeypatch.delenv("OPENAI_API_KEY")  # CI: the secret is not there, the names are
+    named = kbuild(tmp_path, "check")
+    assert named.exit_code == 0, named.output
+    for name in ("OPENAI_BASE_URL", "KBUILD_MODEL"):
+        monkeypatch.delenv(name)
+    unnamed = kbuild(tmp_path, "check")
+    assert unnamed.exit_code == 1 and "changed" in unnamed.output
+    assert "no model is named here" in unnamed.output and "KBUILD_MODEL" in unnamed.output
