@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,9 @@ def test_every_schema_kbuild_sends_is_one_openai_accepts_in_strict_mode(tmp_path
         # the calls in flight when the server first refused string bounds had them; no other
         bounded = [f for f in accepted if strict_schema_errors(f["json_schema"]["schema"])]
         assert 1 <= len(bounded) <= 4 and sent[0] in bounded
-        assert sent[0]["json_schema"]["schema"]["properties"]["rewrite"]["maxLength"] > 0
+        # the first call is a reading or, on a busy machine, a view's section (it needs no reading)
+        lengths = re.findall(r'"maxLength": (-?\d+)', json.dumps(sent[0]["json_schema"]["schema"]))
+        assert lengths and all(int(n) > 0 for n in lengths)
         for fmt in accepted:
             assert fmt["json_schema"]["strict"] is True
             assert strict_schema_errors(fmt["json_schema"]["schema"], string_bounds=fmt in bounded) == [], fmt
