@@ -176,6 +176,16 @@ def test_batch_mode_needs_a_model_server_and_wait_needs_batch_mode(tmp_path):
     assert result.exit_code == 2 and "use it with --batch" in result.output
 
 
+def test_batch_mode_with_a_model_named_and_no_key_says_so_before_the_network(tmp_path, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KBUILD_MODEL", "gpt-4o-mini")
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    result = kbuild(tmp_path, "build", "--batch")
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "needs OPENAI_API_KEY, which is not set" in result.output
+
+
 def test_an_unreachable_batch_service_is_one_line_and_nothing_is_lost(tmp_path):
     with ScriptedServer(faithful_reply, string_bounds=True) as server:
         root = store(tmp_path, server.url)
