@@ -43,7 +43,7 @@ def document(sections: int, seed: int) -> str:
 def kbuild(root: Path, *args: str) -> float:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "kbuild", "-q", *args], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+                          env={**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": "", "KBUILD_MODEL": ""})
     if done.returncode != 0:
         raise SystemExit(f"kbuild failed in {root}: {done.stdout}{done.stderr}")
     return time.perf_counter() - started

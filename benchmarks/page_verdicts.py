@@ -36,7 +36,7 @@ def cold_build(sources: int, record: bool) -> float:
             (root / f"d{i}.md").write_text(document(20, i))
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "kbuild", "-q"], cwd=root, check=True,
-                       env={**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+                       env={**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": "", "KBUILD_MODEL": ""})
         return time.perf_counter() - started
     finally:
         shutil.rmtree(root)

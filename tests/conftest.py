@@ -6,8 +6,10 @@ function rather than a fixture, so helpers and hypothesis tests can call it too.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from kbuild.cli import main
@@ -18,3 +20,15 @@ def kbuild(root: Path, *args: str) -> Result:
     (stdout and stderr together, as a terminal shows them). It does not check the exit code:
     tests of failures read it."""
     return CliRunner().invoke(main, ["-C", str(root), *args])
+
+
+MODEL_ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "KBUILD_MODEL")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite starts with no model named, whatever the shell running it holds (a developer's
+    key or KBUILD_MODEL would send offline tests, and the stores of module fixtures, to a
+    model); a test that wants one sets it with monkeypatch. Processes the tests start inherit
+    the same environment."""
+    for name in MODEL_ENVIRONMENT:
+        os.environ.pop(name, None)
