@@ -69,9 +69,9 @@ def _model(backend: Backend | None) -> Finding:
         return Finding("PASS", "model: the offline backend (extractive; no network, no key)")
     settings = backend.settings  # type: ignore[attr-defined]  # every backend but the offline one has some
     url = (settings.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
-    if not settings.api_key and not settings.base_url:
-        return Finding("WARN", f"model: {settings.model} is named but OPENAI_API_KEY is not set: a build's calls fail "
-                               "(`kbuild check` needs no key)", "set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server")
+    if settings.missing_key:
+        return Finding("WARN", f"model: {settings.missing_key}: a build's calls fail (`kbuild check` needs no key)",
+                       "set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server")
     try:
         request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key or ''}"})
         urllib.request.urlopen(request, timeout=5).close()

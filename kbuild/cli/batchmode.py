@@ -32,9 +32,8 @@ def service_for(app: Application | None, state_dir: Path) -> tuple[BatchService,
                           "with the batch endpoints, such as vLLM) and KBUILD_MODEL; the offline backend makes no "
                           "calls to batch", WRONG)
     assert app is not None
-    if not backend.settings.api_key and not backend.settings.base_url:
-        raise KbuildError(f"--batch: the model {backend.settings.model} needs OPENAI_API_KEY, which is not set: set it "
-                          "(or OPENAI_BASE_URL for a server with the batch endpoints)", WRONG)
+    if backend.settings.missing_key:
+        raise KbuildError(f"--batch: {backend.settings.missing_key}", WRONG)
     folder = LocalState(state_dir).batches
     return BatchService(backend.settings, folder, BatchService.store_name(app.root)), backend
 

@@ -486,9 +486,8 @@ class OpenAIBackend:
 
         loop = asyncio.get_running_loop()
         s = self.settings
-        if not s.api_key and not s.base_url:  # api.openai.com would only answer 401, after retries
-            raise Problem(f"the model {s.model} needs OPENAI_API_KEY, which is not set: set it (or OPENAI_BASE_URL "
-                          "for a server that needs no key); `kbuild check` and answers from the cache need neither")
+        if s.missing_key:
+            raise Problem(f"{s.missing_key}; `kbuild check` and answers from the cache need neither")
         if self._client is None or self._client_loop is not loop:  # one client per event loop (per build)
             self._client = openai.AsyncOpenAI(api_key=s.api_key or "not-needed", base_url=s.base_url,
                                               timeout=s.timeout, max_retries=s.max_retries)

@@ -33,12 +33,14 @@ class ModelSettings(BaseModel):
     vision: bool = False  # the model reads images: tables and figures get their text from it
 
     def resolved(self) -> ModelSettings:
-        env = os.environ
         return self.model_copy(update={
-            "model": self.model or env.get("KBUILD_MODEL") or DEFAULT_MODEL,
-            "base_url": self.base_url or env.get("OPENAI_BASE_URL"),
-            "api_key": self.api_key or env.get("OPENAI_API_KEY"),
+            "model": self._named_model() or DEFAULT_MODEL,
+            "base_url": self.base_url or os.environ.get("OPENAI_BASE_URL"),
+            "api_key": self.api_key or os.environ.get("OPENAI_API_KEY"),
         })
+
+    def _named_model(self) -> str | None:
+        return self.model or os.environ.get("KBUILD_MODEL")
 
     def model_for(self, task: str) -> str:
         return self.models.get(task) or self.model or DEFAULT_MODEL
@@ -54,11 +56,16 @@ class ModelSettings(BaseModel):
         """A key, a server or a model is named, here or in the environment. Not the key alone
         decides: it is a secret CI does not have, and which backend built the pages must not
         depend on it, or `kbuild check` without it reads every page as another backend's."""
-        env = os.environ
-        return bool(self.api_key or self.base_url or self.model or self.models
-                    or env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") or env.get("KBUILD_MODEL"))
+        resolved = self.resolved()
+        return bool(resolved.api_key or resolved.base_url or self._named_model() or self.models)
 
-
+    @property
+    def missing_key(self) -> str | None:
+        """Why these (resolved) settings cannot call a model, or None: api.openai.com without a
+        key would only answer 401, after every retry."""
+        if self.api_key or self.base_url:
+            return None
+        return f"the model {self.model} needs OPENAI_API_KEY, which is not set: set it (or OPENAI_BASE_URL for a server)"
 
 
 def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
