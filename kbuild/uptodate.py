@@ -3,7 +3,7 @@
 Running the Kbuildfile imports the rules, the model layer and pydantic: most of a no-op's time
 on a small store. A build that leaves every query settled therefore writes `.kbuild/uptodate.json`:
 the stat of every file the graph read and wrote (each as the engine recorded it with its hash),
-of the lock, of every Python file and prompt that the Kbuildfile and its rules were loaded
+of the lock, of the Kbuildfile and every Python file and prompt that it and its rules were loaded
 from (taken before any rule ran), the OPENAI_* and KBUILD_* variables, and the listing the
 targets were computed from (the store's `*/sources.yml`). The next `kbuild` compares them and,
 when all hold, says so without running the Kbuildfile. Any difference, a missing record or a

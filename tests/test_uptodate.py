@@ -44,7 +44,8 @@ def test_nothing_to_do_is_decided_without_running_the_kbuildfile(store):
     assert kbuild(store, "build", "--dry-run").exit_code == 0 and ran(store)  # options other than none: the usual way
 
 
-@pytest.mark.parametrize("change", ["source", "output", "sources.yml", "new project", "environment", "lock"])
+@pytest.mark.parametrize("change", ["source", "output", "sources.yml", "new project", "environment", "lock",
+                                    "kbuildfile"])
 def test_any_change_takes_the_usual_build(store, change, monkeypatch):
     fact = next((store / "kb/shop/facts/payments").glob("refund*.md"))
     before = fact.read_text()
@@ -63,6 +64,9 @@ def test_any_change_takes_the_usual_build(store, change, monkeypatch):
     elif change == "lock":
         lock = store / "kbuild.lock"
         lock.write_text(lock.read_text() + "\n")
+    elif change == "kbuildfile":  # a setting changed: the Kbuildfile is not a module Python keeps
+        kbuildfile = store / "Kbuildfile.py"
+        kbuildfile.write_text(kbuildfile.read_text() + "max_calls = 2\n")
     ran(store)
     result = kbuild(store, *(["build", "--force"] if change == "output" else []))  # a hand edit: refused unforced
     assert result.exit_code == 0, result.output

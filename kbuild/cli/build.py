@@ -61,7 +61,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     from ..reports import report_json
 
     spec, engine = session.load()
-    code = uptodate.code_stats(spec.root, [Path(p) for r in spec.rules for p in r.files])  # before a rule reads them
+    # before a rule reads them; the Kbuildfile too, which Python runs without keeping it as a module
+    code = uptodate.code_stats(spec.root, [spec.path, *(Path(p) for r in spec.rules for p in r.files)])
     engine.cutoff_hooks = cutoff == "meaning"
     fetch_problems = [] if dry_run or no_fetch or spec.before_build is None else spec.before_build()
     for problem in fetch_problems:
