@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from installed import use_installed_kbuild  # noqa: E402
+from memory import peak_rss_mb  # noqa: E402
 
 use_installed_kbuild()
 
@@ -78,7 +78,7 @@ def child(root: Path, queries: int, inputs: int) -> None:
     report = engine.build(targets)
     build = time.perf_counter() - t0
     assert report.executed == [], "the no-op build ran something"
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_mb = peak_rss_mb()
     print(json.dumps({"build_s": build, "rss_mb": rss_mb, "in_process_s": time.perf_counter() - started}))
 
 
@@ -149,7 +149,7 @@ def main() -> None:
             targets = shape(queries, inputs)
             report = Engine(root, [leaf, inner]).build(targets)
             assert report.ok, list(report.failed.items())[:3]
-            print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+            print(json.dumps({"rss_mb": peak_rss_mb()}))
         else:
             child(root, queries, inputs)
         return

@@ -322,9 +322,12 @@ def run_kbuild(root: Path, *args: str, timeout: float = 240) -> tuple[int, str, 
     import subprocess
     import sys
 
-    script = ("import resource, sys\nfrom kbuild.cli import main\n"
+    # VmHWM, not getrusage: Linux carries the high-water mark of the process that started this one
+    # (the test run, hundreds of MiB by then) into ru_maxrss across exec
+    script = ("import sys\nfrom kbuild.cli import main\n"
               "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
-              "print(f'peak-rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
+              "peak = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:'))\n"
+              "print(f'peak-rss {peak}', file=sys.stderr)\n"
               "sys.exit(code)\n")
     done = subprocess.run([sys.executable, "-c", script, "-C", str(root), *args], capture_output=True,
                           text=True, timeout=timeout)
