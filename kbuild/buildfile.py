@@ -32,6 +32,7 @@ class Buildfile:
     output_folder: str | None = None  # relative to the root: where every output lies (None: anywhere inside it)
     application: Application | None = None  # the knowledge base it defines (kb = knowledge_base(...)), if any
     harness_files: tuple[str, ...] = ()  # AGENTS.md, CLAUDE.md..., relative to the root: get the root index (kbuild.harness)
+    split_lock: bool = False  # the lock as a file per project (kbuild.lock.d/), for stores too large for one file
 
     @property
     def root(self) -> Path:
@@ -40,7 +41,8 @@ class Buildfile:
     def engine(self) -> Engine:
         from .engine import Engine  # asyncio and SQLite: not for the commands that only find the Kbuildfile
 
-        return Engine(self.root, self.rules, max_calls=self.max_calls, output_folder=self.output_folder)
+        return Engine(self.root, self.rules, max_calls=self.max_calls, output_folder=self.output_folder,
+                      split_lock=self.split_lock)
 
     def inputs_in_output_folder(self) -> set[str]:
         """Files inside the output folder that a person edits, relative to the root: the
@@ -113,8 +115,11 @@ def load(path: Path) -> Buildfile:
     if not isinstance(harness_files, (list, tuple)) or not all(isinstance(f, str) and _inside(f) for f in harness_files):
         raise BuildfileError(f"{path}: harness_file must be a file name inside the project, like \"AGENTS.md\", "
                              "or a list of them")
+    split_lock = namespace.get("split_lock", False)
+    if not isinstance(split_lock, bool):
+        raise BuildfileError(f"{path}: split_lock must be True or False")
     return Buildfile(path.resolve(), rules, targets, max_calls, before_build, namespace, output_folder, application,
-                     tuple(harness_files))
+                     tuple(harness_files), split_lock)
 
 
 def _inside(folder: str) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .application import Application
 from .buildfile import Buildfile
-from .engine import Engine, LockError, read_lock
+from .engine import Engine, LockError
 from .engine.layout import FOLDER
 from .engine.state import damage
 from .embedding import installed
@@ -131,10 +131,7 @@ def _local_files(root: Path, engine: Engine) -> list[Finding]:
             findings.append(Finding("FAIL", f"{shown} is damaged ({damaged})",
                                     "run `kbuild`: it drops the local state and rebuilds it from kbuild.lock"))
     if engine.lock_path.exists():
-        try:
-            findings.append(Finding("PASS", f"kbuild.lock: {len(read_lock(engine.lock_path))} queries"))
-        except LockError as exc:
-            findings.append(Finding("FAIL", str(exc), "take either side of the conflict and run `kbuild`"))
+        findings += _lock_findings(engine)
     else:
         findings.append(Finding("WARN", "no kbuild.lock yet", "run `kbuild`, then commit kb/ and kbuild.lock"))
     return findings
@@ -146,3 +143,35 @@ def _readable(path: Path) -> bool:
         return True
     except OSError:
         return False
+
+
+LOCK_WARN_BYTES = 40_000_000  # GitHub warns at 50 MB a file and refuses a push over 100 MiB
+
+
+def _lock_findings(engine: Engine) -> list[Finding]:
+    """The lock's files read, and the largest one's size against what git hosts take."""
+    lock = engine.lock
+    found: list[Finding] = []
+    try:
+        files = [(file, len(memos)) for file, memos in lock.read()]
+    except LockError as exc:
+        return [Finding("FAIL", str(exc), "take either side of the conflict and run `kbuild`")]
+    if lock.split:  # a store split after `kbuild init` wrote .gitattributes has no line for the shards
+        from .scaffold import GITATTRIBUTES_LINES
+
+        line = next(x for x in GITATTRIBUTES_LINES if x.startswith(lock.name(lock.folder)))
+        attributes = engine.root / ".gitattributes"
+        if line not in (attributes.read_text().splitlines() if attributes.is_file() else []):
+            found.append(Finding("WARN", f".gitattributes does not merge {lock.name(lock.folder)}/ with kbuild's driver",
+                                 f"add the line `{line}`"))
+    queries = sum(n for _, n in files)
+    shards = f" in {len(files)} files" if len(files) > 1 else ""
+    found.insert(0, Finding("PASS", f"kbuild.lock: {queries} queries{shards}"))
+    largest = max((f for f, _ in files), key=lambda f: f.stat().st_size)
+    size = largest.stat().st_size
+    if size > LOCK_WARN_BYTES:
+        fix = ("give the largest project's sources to smaller projects" if lock.split else
+               "set `split_lock = True` in Kbuildfile.py and run `kbuild`: a lock file per project (docs/scale.md)")
+        found.append(Finding("WARN", f"{lock.name(largest)} is {size / 1e6:.0f} MB; GitHub refuses a file over "
+                             "100 MiB", fix))
+    return found

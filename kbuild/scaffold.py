@@ -32,6 +32,7 @@ targets = kb.targets  # what `kbuild` brings up to date
 before_build = kb.before_build  # downloads url sources before each build
 max_calls = 4  # model calls in flight at once
 # harness_file = "AGENTS.md"  # keep the root index in a marked block of your agent's instruction file
+# split_lock = True  # a lock file per project in kbuild.lock.d/, once kbuild.lock nears 50 MB
 '''
 
 # What an MCP client (Claude Code reads .mcp.json at the repository root; Cursor the same
@@ -79,6 +80,7 @@ GITATTRIBUTES_LINES = [
     "kb/** linguist-generated merge=kbuild-generated",
     "kb/*/sources.yml -linguist-generated merge=text",
     "kbuild.lock linguist-generated merge=kbuild-lock",
+    "kbuild.lock.d/*.lock linguist-generated merge=kbuild-lock",
 ]
 MERGE_DRIVERS = {
     "merge.kbuild-lock.name": "kbuild.lock: the union of what each branch rebuilt",

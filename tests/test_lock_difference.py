@@ -107,7 +107,7 @@ def test_a_pull_is_taken_in_by_what_differs_as_reading_it_whole_would(stores, gr
     pull(team, mine)
     whole = tmp_path / "whole"  # the same store and state, without the lock it was built with
     shutil.copytree(mine, whole)
-    (whole / ".kbuild" / "lock.taken").unlink()
+    (whole / ".kbuild" / "lock.taken" / "kbuild.lock").unlink()
     report = build(mine)
     assert report.executed == [] and graph_loads == []
     assert (mine / "kbuild.lock").read_bytes() == (team / "kbuild.lock").read_bytes()
@@ -146,7 +146,7 @@ def test_a_lock_whose_entries_disagree_is_read_whole(stores, graph_loads) -> Non
     pull(team, mine)
     lock = mine / "kbuild.lock"
     entries = read_lock(lock)
-    old_hash = read_lock(mine / ".kbuild" / "lock.taken")['source(3)'].hash
+    old_hash = read_lock(mine / ".kbuild" / "lock.taken" / "kbuild.lock")['source(3)'].hash
     text = lock.read_text()
     new_hash = entries['source(3)'].hash
     start = text.index('\n  "page(3)": {')
@@ -165,7 +165,7 @@ def test_a_lock_link_edited_in_place_is_not_trusted(stores, graph_loads) -> None
     write(team, "src/3.txt", "source 3, edited by a teammate")
     build(team)
     pull(team, mine)
-    (mine / ".kbuild" / "lock.taken").write_text("not the lock this state describes")  # edited in place
+    (mine / ".kbuild" / "lock.taken" / "kbuild.lock").write_text("not the lock this state describes")  # edited in place
     report = build(mine)
     assert graph_loads and report.executed == []
     assert Engine(mine, RULES).memos() == read_lock(mine / "kbuild.lock")
@@ -178,7 +178,7 @@ def test_an_entry_kept_as_it_was_under_a_changed_one_is_read_whole(stores, graph
     build(team)
     pull(team, mine)
     text = (mine / "kbuild.lock").read_text()
-    old = (mine / ".kbuild" / "lock.taken").read_text()
+    old = (mine / ".kbuild" / "lock.taken" / "kbuild.lock").read_text()
     start, old_start = text.index('\n  "source(3)": {'), old.index('\n  "source(3)": {')
     end, old_end = text.index('\n  }', start), old.index('\n  }', old_start)
     # the source's entry as it was, the page's as the teammate left it: they disagree

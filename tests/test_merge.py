@@ -171,3 +171,38 @@ def test_a_lock_that_is_no_lock_is_a_conflict_in_one_line(tmp_path):
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and "our side is kept" in result.output
     assert (tmp_path / "a").read_bytes() == b"not a lock\n"
+
+
+def test_a_split_lock_merges_file_by_file(repo, tmp_path):
+    """Two projects, each its own lock file: branches that rebuilt different sources of one project
+    merge that file through the driver, and the next `kbuild` ends as a clean build would."""
+    kbuildfile = repo / "Kbuildfile.py"
+    kbuildfile.write_text(kbuildfile.read_text().replace("# split_lock = True", "split_lock = True"))
+    (repo / "c.md").write_text("# Gamma\n\nGamma is the third letter.\n")
+    ok(repo, "add", "q", "c.md")
+    ok(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "split")
+    assert sorted(p.name for p in (repo / "kbuild.lock.d").iterdir()) == ["p.lock", "q.lock"]
+    edit_on_branch(repo, "other", "b.md", BETA.replace("It follows alpha.", "It comes after alpha, before gamma."))
+    git(repo, "checkout", "-q", "main")
+    edit_on_branch(repo, "main", "a.md", ALPHA.replace("mathematics", "physics and mathematics"))
+    merged = git(repo, "merge", "-m", "merge", "other")
+    assert "kbuild.lock merged" in merged.stdout + merged.stderr
+    assert not git(repo, "diff", "--name-only", "--diff-filter=U").stdout.strip()
+    assert STALE_FINGERPRINT in (repo / "kbuild.lock.d" / "p.lock").read_text()  # p's index, rebuilt on both
+    assert STALE_FINGERPRINT not in (repo / "kbuild.lock.d" / "q.lock").read_text()
+    ok(repo)
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    for name in ("Kbuildfile.py", "a.md", "b.md", "c.md"):
+        shutil.copy(repo / name, clean / name)
+    for project in ("p", "q"):
+        (clean / "kb" / project).mkdir(parents=True)
+        shutil.copy(repo / "kb" / project / "sources.yml", clean / "kb" / project / "sources.yml")
+    ok(clean)
+    for root in (repo, clean):
+        assert "0 ran" in ok(root)
+    shards = {p.name: p.read_bytes() for p in (repo / "kbuild.lock.d").iterdir()}
+    assert shards == {p.name: p.read_bytes() for p in (clean / "kbuild.lock.d").iterdir()}
+    assert generated(repo) == generated(clean)

@@ -32,6 +32,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "outside-link": ("Link outside the store", 5, "major"),
     "changed-input": ("Input changed, store not rebuilt", 6, "major"),
     "changed-rule": ("Rule changed, store not rebuilt", 7, "major"),
+    "lock-layout": ("Lock not laid out as the Kbuildfile says", 7, "major"),
     "sources-file": ("Problem in sources.yml", 8, "major"),
     "not-built": ("Listed but not built", 9, "major"),
     "ungrounded": ("No grounding verdict", 10, "major"),

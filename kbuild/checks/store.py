@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine import Change, Engine
+from ..engine import Change, Engine, LockError
 from ..engine.state import Memo
 from ..engine.verify import Reason
 from ..engine.files import TEMP_SUFFIX
@@ -51,8 +51,16 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False) -> list[Fi
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
 
     for qid, why in inspection.refused.items():
-        findings.append(Finding(engine.lock_path.name, why, "take kbuild.lock from a commit you trust, then run `kbuild`",
-                                "lock-refused", f"{engine.lock_path.name} {qid}", _lock_line(engine.lock_path, qid)))
+        file, line = _lock_line(engine, qid)
+        findings.append(Finding(file, why, f"take {file} from a commit you trust, then run `kbuild`",
+                                "lock-refused", f"{file} {qid}", line))
+
+    if inspection.lock_misplaced:
+        lock = _shown(engine, engine.lock_path)
+        laid_out = "split into a file per project" if engine.lock.split else "one file"
+        findings.append(Finding(lock, f"the lock is not laid out as the Kbuildfile says ({laid_out}, split_lock)",
+                                f"kbuild, then commit {lock} and {_shown(engine, engine.lock.folder)}/",
+                                "lock-layout", lock))
 
     for qid, (reason, cause_qid) in sorted(stale.items()):
         memo = memos.get(qid)
@@ -278,15 +286,26 @@ def _root(reason: Reason, memo: Memo | None, root: Path) -> tuple[str, str, str,
     return "stale", named, f"it is built on {named}, which the lock records as older than what it read", None
 
 
-def _lock_line(lock: Path, qid: str) -> int | None:
-    """The line of the lock where the entry of `qid` starts (the lock is JSON, an entry a key)."""
+def _lock_line(engine: Engine, qid: str) -> tuple[str, int | None]:
+    """The lock file (from the root) and line where the entry of `qid` starts (a lock is JSON, an entry a key)."""
     import json
 
     try:
-        data = lock.read_bytes()
-    except OSError:
-        return None
-    return _line_of(data, json.dumps(qid) + ":", plain=True)
+        files = engine.lock.present()
+    except LockError:
+        files = [engine.lock_path]
+    for file in files:
+        try:
+            line = _line_of(file.read_bytes(), json.dumps(qid) + ":", plain=True)
+        except OSError:
+            continue
+        if line is not None:
+            return _shown(engine, file), line
+    return _shown(engine, engine.lock_path), None
+
+
+def _shown(engine: Engine, file: Path) -> str:
+    return file.relative_to(engine.root).as_posix() if file.is_relative_to(engine.root) else file.name
 
 
 def _line_of(data: bytes | None, target: str, plain: bool = False) -> int | None:

@@ -180,11 +180,19 @@ def remember_settled(engine: Engine, root: Path, code: dict[str, list[int]], lis
                      report: Report) -> None:
     """Record what the next `kbuild` compares to say "nothing to do" before running the Kbuildfile,
     when this build left every query settled with a stat known for every file."""
+    from ..engine import LockError
+    from ..engine.lockfiles import SUFFIX
+
     settled = engine.settled_stats()
-    lock = uptodate.stat_of(engine.lock_path)
-    if settled is None or lock is None or time.time_ns() - lock[1] < uptodate.RACY_NS:
+    try:
+        lock = {f.relative_to(root).as_posix(): uptodate.stat_of(f) for f in engine.lock.present()}
+    except LockError:
+        return
+    if settled is None or not lock or any(s is None or time.time_ns() - s[1] < uptodate.RACY_NS for s in lock.values()):
         return  # a lock written just now may change again within its mtime's tick: the next build records
-    files = {**settled, engine.lock_path.relative_to(root).as_posix(): lock}
+    files = {**settled, **lock}
+    shards = f"{engine.lock.folder.relative_to(root).as_posix()}/*{SUFFIX}"  # a pull that brought a shard
+    listings = {**listings, shards: uptodate.listing(root, shards)}
     try:
         uptodate.record(engine.state_dir, uptodate.new_record(code, files, listings, report.reused + len(report.executed)))
     except OSError:

@@ -3,7 +3,6 @@ what verifies without running, demand the targets, then collect garbage and writ
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 from .buildstate import LOCK_BEHIND
@@ -12,7 +11,7 @@ from .demand import Demand
 from .files import atomic_write
 from .graphload import GraphLoading
 from .hashing import hash_bytes
-from .lockfile import patch_lock, render_lock
+from .lockfile import LockError
 from .report import BuildStopped, Problem, Report, stop_for
 from .rule import Query
 from .scan import Scan
@@ -72,7 +71,7 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
         for qid, why in self.refused.items():
             report.failed[qid] = why
             report.errors[qid] = Problem(why)  # it names the entry itself
-        if self.changed or self.lock_behind or not self.engine.lock_path.exists():
+        if self.changed or self.lock_behind or self.lock_misplaced or not self.engine.lock_path.exists():
             self._commit()  # first: the lock only ever describes a committed state
             self._write_lock()
         if self.reached is None:
@@ -89,25 +88,31 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
         return report
 
     def _write_lock(self) -> None:
-        data = None
+        lock, files = self.engine.lock, None
         # The lock on disk is this state's when this code wrote it (not imported from a pull or
-        # a merge) and its hash is the one recorded: then only the queries that changed are
-        # rendered again.
+        # a merge, nor laid out otherwise) and its hash is the one recorded: then only the
+        # queries that changed are rendered again, in the files they lie in.
         # A build that stopped before writing the lock left changes it does not know: all of it.
-        if (not self.lock_changed and not self.lock_was_behind
-                and self.hasher.hash(self.lock_key) == self.state.get_meta("lock_hash")):
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                data = patch_lock(self.engine.lock_path.read_bytes(), self.memos, self.changed)
-        if data is None:
-            data = render_lock(self.memos if self.reached is None else self.state.load_memos())
         try:
-            atomic_write(self.engine.lock_path, data)
-        except OSError as exc:
+            if (not self.lock_changed and not self.lock_was_behind and not self.lock_misplaced
+                    and self.lock_digest() == self.state.get_meta("lock_hash")):
+                files = lock.patch(self.memos, self.changed)
+            if files is None:
+                files = lock.render(self.memos if self.reached is None else self.state.load_memos())
+            for file, data in sorted(files.items(), key=lambda item: item[0] == lock.path):  # kbuild.lock last
+                key = self.hasher.key(file)
+                if data is None:
+                    file.unlink(missing_ok=True)
+                    self.hasher.forget(key)
+                else:
+                    atomic_write(file, data)
+                    self.hasher.wrote(key, hash_bytes(data))
+            digests = self.lock_digests()
+        except (OSError, LockError) as exc:
+            why = exc.strerror or exc if isinstance(exc, OSError) else exc
             self.stopped = self.stopped or stop_for(exc, f"writing {self.lock_key}") or BuildStopped(
-                f"cannot write {self.lock_key}: {exc.strerror or exc}; the outputs are written, run `kbuild` again")
+                f"cannot write {self.lock_key}: {why}; the outputs are written, run `kbuild` again")
             return
-        digest = hash_bytes(data)
-        self.state.set_meta("lock_hash", digest)
+        self.remember_lock_digests(digests)
         self.state.delete_meta(LOCK_BEHIND)
         self.lock_behind, self.lock_written = False, True
-        self.hasher.wrote(self.lock_key, digest)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 # meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
 # so the next build writes the whole lock again, whatever it runs
 LOCK_BEHIND = "lock_behind"
+LOCK_FILES = "lock_files"  # meta key: each lock file's hash, as this state describes it
 COMMIT_EVERY_S = 1.0
 
 Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done", "fail"
@@ -47,8 +48,9 @@ class BuildState:
         self.observer = observer
         self.hasher = FileHasher(engine.root, state.load_stats)
         self.sources = SourceTexts(json.loads(state.get_meta("sources") or "{}"))
-        self.lock_key = self.hasher.key(engine.lock_path)
-        self.lock_changed = self.hasher.hash(self.lock_key) not in (ABSENT, state.get_meta("lock_hash"))
+        self.lock_key = self.hasher.key(engine.lock_path)  # how messages name the lock
+        self.lock_changed = self.lock_digest() not in (ABSENT, state.get_meta("lock_hash"))
+        self.lock_misplaced = False  # entries were read from a file the layout does not put them in
         self.memos: dict[str, Memo] = {}
         self.changed: set[str] = set()  # queries whose memo this build saved or deleted
         remote = RemoteCache(engine.cache_url) if engine.cache_url and not read_only else None
@@ -85,6 +87,20 @@ class BuildState:
         self.lock_was_behind = self.lock_behind  # from a build that stopped: the lock is rendered whole
         self.lock_written = False
 
+
+    def lock_digests(self) -> dict[str, str]:
+        """Each lock file's name and hash (stat-cached, as every file the graph reads)."""
+        hasher = self.hasher
+        return self.engine.lock.digests(lambda f: hasher.hash(hasher.key(f)))
+
+    def lock_digest(self) -> str:
+        return self.engine.lock.digest(self.lock_digests())
+
+    def remember_lock_digests(self, digests: dict[str, str]) -> None:
+        """Record the lock this state now describes: its hash, and each file's, by which a pull is
+        taken in file by file (Snapshot._take_lock_difference)."""
+        self.state.set_meta("lock_hash", self.engine.lock.digest(digests))
+        self.state.set_meta(LOCK_FILES, json.dumps(digests))
 
     # -- bookkeeping ----------------------------------------------------------------------
 

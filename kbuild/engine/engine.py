@@ -28,6 +28,7 @@ from .buildstate import Observer
 from .files import OutputArea
 from .hashing import ABSENT
 from .layout import FOLDER, LOCK_FILE, StateFolder
+from .lockfiles import LockFiles
 from .report import Report, StateDamaged, state_damaged, stop_for
 from .snapshot import CLEAN
 from .rule import Query, Rule
@@ -49,9 +50,11 @@ class Engine:
         max_calls: int = 4,
         cutoff_hooks: bool = True,
         output_folder: str | None = None,
+        split_lock: bool = False,
     ) -> None:
         """`output_folder` (relative to the root) is where every output lies: a rule writing
-        elsewhere fails, and a lock naming an output elsewhere has that entry refused."""
+        elsewhere fails, and a lock naming an output elsewhere has that entry refused.
+        `split_lock` lays the lock out as a file per shard (lockfiles.py)."""
         self.root = Path(root).resolve()
         self.cutoff_hooks = cutoff_hooks  # False: exact cutoff only (`kbuild build --cutoff exact`)
         self.rules: dict[str, Rule] = {}
@@ -60,12 +63,13 @@ class Engine:
         self.state_dir = state_dir or self.root / FOLDER
         self.local = StateFolder(self.state_dir)
         self.lock_path = lock_path or self.root / LOCK_FILE
+        self.lock = LockFiles(self.lock_path, split_lock)
         env_cache = os.environ.get("KBUILD_CACHE_DIR")
         self.cache_dir = cache_dir or (Path(env_cache) if env_cache else self.local.cache)
         # a remote call cache beside it (s3://bucket/prefix, remotecache.py), read and written through
         self.cache_url = cache_url or os.environ.get("KBUILD_CACHE_URL", "").strip() or None
         self.max_calls = max_calls
-        self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.state_dir))
+        self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.lock.folder, self.state_dir))
 
     def register(self, r: Rule) -> Rule:
         """Know `r` by its name, and return the rule that answers for that name: a configured
@@ -172,7 +176,7 @@ class Engine:
         outputs that changed since are looked up, in the lock when a pull changed it; else the
         whole graph, of which only what the targets reach (a build leaves the rest in place).
         BuildLocked while another build holds the store (its writes are no edits)."""
-        from .lockfile import lock_entries, parse_entry
+        from .lockfile import parse_entry
         from .lockmerge import STALE_FINGERPRINT
 
         with BuildLock(self.state_dir), self._reading() as build:
@@ -187,7 +191,7 @@ class Engine:
                     memos = build.state.load_memos(writers)
                 else:  # a pull: the pages it brought are recorded in its lock
                     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
-                        entries = lock_entries(self.lock_path.read_bytes())
+                        entries = self.lock.entries()
                         if entries is not None:
                             memos = {q: parse_entry(entries[q]) for q in writers if q in entries}
             if memos is None:

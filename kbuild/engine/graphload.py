@@ -6,7 +6,6 @@ import gc
 from collections.abc import Iterator
 
 from .buildstate import BuildState
-from .lockfile import read_lock
 from .snapshot import CLEAN
 from .state import FileRead, Memo, PartHash, State, flat
 
@@ -65,18 +64,23 @@ class GraphLoading(BuildState):
         An entry naming an output where no output may be (outside the outputs' folder, in .git,
         the lock itself) is refused: a lock is a file anyone can edit in a pull request, and its
         outputs are files a build may remove."""
-        imported = read_lock(self.engine.lock_path)
-        for qid, memo in list(imported.items()):
-            why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
-            if why is not None:
-                del imported[qid]
-                self.refused[qid] = (f"{self.lock_key}: the entry {qid} was ignored: {why}; "
-                                     "review the change that brought it")
-                self.changed.add(qid)  # the lock is written again without it
+        lock = self.engine.lock
+        imported: dict[str, Memo] = {}
+        for file, memos in lock.read():
+            for qid, memo in memos.items():
+                why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
+                if why is not None:
+                    self.refused[qid] = (f"{lock.name(file)}: the entry {qid} was ignored: {why}; "
+                                         "review the change that brought it")
+                    self.changed.add(qid)  # the lock is written again without it
+                    continue
+                if lock.file_for(memo.key) != file:
+                    self.lock_misplaced = True
+                imported[qid] = memo
         if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
             keep = {q for q, m in imported.items() if self.memos.get(q) == m}
             self.state.replace_memos(imported.values(), keep_values_of=keep)
-            self.state.set_meta("lock_hash", self.hasher.hash(self.lock_key))
+            self.remember_lock_digests(self.lock_digests())
             self.state.delete_meta(CLEAN)
         self.memos = imported
 

@@ -11,13 +11,14 @@ import json
 import os
 from typing import Any
 
-from .buildstate import BuildState
+from .buildstate import LOCK_FILES, BuildState
 from .hashing import hash_bytes
-from .lockfile import lock_entries, parse_entry
+from .lockfile import LockError, lock_entries, parse_entry
+from .lockfiles import key_of
 from .state import FileRead, Memo, flat
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
-TAKEN = "lock.taken"  # in the state folder: a hard link to the lock this state describes
+TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this state describes, by name
 
 
 def _targets_digest(root_ids: list[str]) -> str:
@@ -52,20 +53,42 @@ class Snapshot(BuildState):
         files. False, with nothing changed, wherever that does not clearly hold (the old lock is
         not at hand, an entry is refused, its rule is not this code's, or the new entries do not
         agree with the ones kept), and the build reads the whole lock as it always did."""
-        state, hasher = self.state, self.hasher
+        state, hasher, lock = self.state, self.hasher, self.engine.lock
         try:
-            old_data = (self.engine.state_dir / TAKEN).read_bytes()
-            new_data, new_digest = hasher.read(self.lock_key)
-        except OSError:
+            recorded: dict[str, str] = json.loads(state.get_meta(LOCK_FILES) or "{}")
+            now = self.lock_digests()
+        except (ValueError, LockError):
             return False
-        if hash_bytes(old_data) != state.get_meta("lock_hash"):
-            return False
-        old, new = lock_entries(old_data), lock_entries(new_data)
-        if old is None or new is None:
-            return False
+        changed_files = sorted(name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name))
+        if not recorded or not changed_files:
+            return False  # a state from before the files were recorded, or the layout changed: read it whole
+        old: dict[str, bytes] = {}
+        new: dict[str, bytes] = {}
+        taken = self.engine.state_dir / TAKEN
+        for name in changed_files:  # only the files that changed are read, the old ones from the state folder
+            try:
+                if name in recorded:
+                    old_data = (taken / name).read_bytes()
+                    if hash_bytes(old_data) != recorded[name]:
+                        return False
+                    entries = lock_entries(old_data)
+                    if entries is None or not old.keys().isdisjoint(entries):
+                        return False
+                    old.update(entries)
+                if name in now:
+                    file = lock.path.parent / name
+                    entries = lock_entries(hasher.read(hasher.key(file))[0])
+                    if entries is None or not new.keys().isdisjoint(entries):
+                        return False
+                    if ((lock.split or file != lock.path)  # else every entry's place is kbuild.lock
+                            and any((key := key_of(q)) is None or lock.file_for(key) != file for q in entries)):
+                        return False  # an entry the layout puts elsewhere: the lock is written whole
+                    new.update(entries)
+            except OSError:
+                return False
         differ = [q for q, entry in new.items() if old.get(q) != entry]
         removed = [q for q in old if q not in new]
-        if 4 * (len(differ) + len(removed)) > max(len(new), 1) or any(q not in new for q in root_ids):
+        if 4 * (len(differ) + len(removed)) > max(summary["queries"], 1) or any(q in removed for q in root_ids):
             return False  # most of it: reading the whole lock costs no more
         try:
             incoming = {q: parse_entry(new[q]) for q in differ}
@@ -137,28 +160,37 @@ class Snapshot(BuildState):
                 stats.pop(path, None)
         summary["queries"] += len(incoming.keys() - before.keys()) - len(gone)
         state.set_meta(CLEAN, json.dumps(summary))
-        state.set_meta("lock_hash", new_digest)
+        self.remember_lock_digests(now)
         self.lock_changed = False
         return True
 
     def _remember_lock(self) -> None:
-        """Link the lock this state now describes into the state folder, where a later build
-        that finds another lock (a pull) compares the two (_take_lock_difference). A link costs
-        no copy: the lock is replaced, never written in place, by kbuild and by git; an edit in
-        place shows as a hash that is not the one recorded. Where links cannot be made, every
-        new lock is read whole, as before."""
-        link = self.engine.state_dir / TAKEN
+        """Link each lock file this state now describes into the state folder, where a later
+        build that finds another lock (a pull) compares the files that changed with them
+        (_take_lock_difference). A link costs no copy: a lock file is replaced, never written in
+        place, by kbuild and by git; an edit in place shows as a hash that is not the one
+        recorded. Where links cannot be made, every new lock is read whole, as before."""
+        lock, taken = self.engine.lock, self.engine.state_dir / TAKEN
         try:
-            lock = os.stat(self.engine.lock_path)
-            with contextlib.suppress(FileNotFoundError):
-                if os.stat(link).st_ino == lock.st_ino:
-                    return
-            tmp = link.with_name(TAKEN + ".tmp")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            os.link(self.engine.lock_path, tmp)
-            os.replace(tmp, link)
-        except OSError:
+            if os.path.isfile(taken):  # a single link, as a kbuild before the split lock made it
+                os.unlink(taken)
+            files = lock.present()
+            linked = {lock.name(f) for f in files}
+            for file in files:
+                link = taken / lock.name(file)
+                with contextlib.suppress(FileNotFoundError):
+                    if os.stat(link).st_ino == os.stat(file).st_ino:
+                        continue
+                link.parent.mkdir(parents=True, exist_ok=True)
+                tmp = link.with_name(link.name + ".tmp")
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                os.link(file, tmp)
+                os.replace(tmp, link)
+            for old in taken.rglob("*"):  # a shard removed since
+                if old.is_file() and old.relative_to(taken).as_posix() not in linked:
+                    old.unlink()
+        except (OSError, LockError):
             pass
 
     def changed_since(self, summary: dict[str, Any]) -> tuple[list[str], list[str]]:

@@ -21,6 +21,7 @@ class Inspection:
     stale: dict[str, tuple[Reason, str]]  # query id -> (why, the query whose own change it comes from)
     refused: dict[str, str] = field(default_factory=dict)  # lock entries not taken in, and why
     contents: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # outputs read whole, and their hashes
+    lock_misplaced: bool = False  # entries lie in lock files the engine's layout does not put them in
 
 
 def inspect_engine(engine: Engine, read_outputs: Callable[[str], bool]) -> Inspection:
@@ -76,4 +77,4 @@ def _inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None) ->
                     stale[reader] = (Reason.of(Change.BUILT_ON_STALE, qid), stale[qid][1])
                     nxt.append(reader)
         frontier = sorted(nxt)
-    return Inspection(dict(memos), stale, dict(build.refused), contents)
+    return Inspection(dict(memos), stale, dict(build.refused), contents, build.lock_misplaced)
