@@ -32,3 +32,19 @@ def pytest_configure(config: pytest.Config) -> None:
     the same environment."""
     for name in MODEL_ENVIRONMENT:
         os.environ.pop(name, None)
+
+
+@pytest.fixture
+def graph_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry each time a build loads the whole recorded graph (or reads the whole lock)."""
+    from kbuild.engine.graphload import GraphLoading
+
+    loads: list[int] = []
+    real = GraphLoading.load_graph
+
+    def counting(self: GraphLoading) -> None:
+        loads.append(1)
+        real(self)
+
+    monkeypatch.setattr(GraphLoading, "load_graph", counting)
+    return loads

@@ -10,7 +10,6 @@ import pytest
 
 from kbuild.engine import Engine, rule
 from kbuild.engine import files as engine_files
-from kbuild.engine.graphload import GraphLoading
 from kbuild.engine.lockfile import read_lock
 
 
@@ -81,19 +80,6 @@ def pull(team: Path, mine: Path) -> None:
                        if p.is_file() and ".kbuild" not in p.parts):
         if not (team / path).exists():
             (mine / path).unlink()
-
-
-@pytest.fixture
-def graph_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    loads: list[int] = []
-    real = GraphLoading.load_graph
-
-    def counting(self: GraphLoading) -> None:
-        loads.append(1)
-        real(self)
-
-    monkeypatch.setattr(GraphLoading, "load_graph", counting)
-    return loads
 
 
 def outputs(root: Path) -> dict[str, str]:

@@ -14,7 +14,6 @@ from conftest import kbuild
 from kbuild import uptodate
 from kbuild.engine import Engine, LockError, rule
 from kbuild.engine import files as engine_files
-from kbuild.engine.graphload import GraphLoading
 from kbuild.engine.lockfile import lock_entries, read_lock, render_lock
 from kbuild.engine.lockfiles import key_of, shard_of
 
@@ -148,19 +147,6 @@ def test_a_project_no_longer_built_takes_its_file_with_it(store: Path) -> None:
     build(store, projects=("alpha", "beta"))
     assert set(lock_files(store)) == {"kbuild.lock", "kbuild.lock.d/alpha.lock", "kbuild.lock.d/beta.lock"}
     assert not (store / "out/gamma/index.md").exists()
-
-
-@pytest.fixture
-def graph_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    loads: list[int] = []
-    real = GraphLoading.load_graph
-
-    def counting(self: GraphLoading) -> None:
-        loads.append(1)
-        real(self)
-
-    monkeypatch.setattr(GraphLoading, "load_graph", counting)
-    return loads
 
 
 def test_a_pull_is_taken_in_by_the_files_that_changed(store: Path, tmp_path: Path, graph_loads: list[int]) -> None:
