@@ -48,3 +48,12 @@ def graph_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(GraphLoading, "load_graph", counting)
     return loads
+
+
+def write(root: Path, path: str, text: str) -> None:
+    """As git writes a file: a new file put in place of the old."""
+    full = root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    tmp = full.with_name(full.name + ".new")
+    tmp.write_text(text)
+    os.replace(tmp, full)

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import write
 
 from kbuild.engine import Engine, rule
 from kbuild.engine import files as engine_files
@@ -34,15 +35,6 @@ async def index(ctx, count):
 
 RULES = [source, page, index]
 COUNT = 12
-
-
-def write(root: Path, path: str, text: str) -> None:
-    """As git writes a file: a new file put in place of the old."""
-    full = root / path
-    full.parent.mkdir(parents=True, exist_ok=True)
-    tmp = full.with_name(full.name + ".new")
-    tmp.write_text(text)
-    os.replace(tmp, full)
 
 
 def build(root: Path):

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbuild
+from conftest import kbuild, write
 
 from kbuild import uptodate
 from kbuild.engine import Engine, LockError, rule
@@ -51,15 +51,6 @@ RULES = [source, page, project_index, everything]
 @pytest.fixture(autouse=True)
 def trusted_stats(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine_files, "RACY_NS", 0)  # a test writes and builds within a second
-
-
-def write(root: Path, path: str, text: str) -> None:
-    """As git writes a file: a new file put in place of the old."""
-    full = root / path
-    full.parent.mkdir(parents=True, exist_ok=True)
-    tmp = full.with_name(full.name + ".new")
-    tmp.write_text(text)
-    os.replace(tmp, full)
 
 
 def build(root: Path, split: bool = True, projects: tuple[str, ...] = PROJECTS):
