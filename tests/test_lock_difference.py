@@ -2,7 +2,6 @@
 lock and graph, with the same result as reading it whole."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
