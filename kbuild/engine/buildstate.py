@@ -126,7 +126,7 @@ class BuildState:
             except sqlite3.Error as exc:
                 # the last commit stands: what came after it is found again by the next build
                 with contextlib.suppress(sqlite3.Error):
-                    self.state.db.execute("ROLLBACK")
+                    self.state.rollback()
                 if not self.stop(exc, "writing the local state .kbuild/state.db"):
                     self.state.db.close()
                     raise
