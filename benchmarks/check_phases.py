@@ -26,7 +26,7 @@ import json, time
 t0 = time.perf_counter()
 from pathlib import Path
 from kbuild import buildfile
-import kbuild.engine.graphload as graphload, kbuild.engine.staleness as staleness
+import kbuild.engine.lockfiles as lockfiles, kbuild.engine.staleness as staleness
 from kbuild.checks import store
 spec = buildfile.load(buildfile.find(Path(".").resolve()))
 engine = spec.engine()
@@ -41,7 +41,7 @@ def timed(name, fn):
             took[name] = took.get(name, 0.0) + time.perf_counter() - started
     return run
 
-graphload.read_lock = timed("lock", graphload.read_lock)
+lockfiles.read_lock = timed("lock", lockfiles.read_lock)  # each lock file, whole or split
 staleness._inspect = timed("pages and verification", staleness._inspect)
 started = time.perf_counter()
 store.check_store(engine, spec.application, False)
