@@ -400,3 +400,28 @@ def test_a_check_that_knows_no_model_says_to_name_the_one_that_built_the_store(t
     unnamed = kbuild(tmp_path, "check")
     assert unnamed.exit_code == 1 and "changed" in unnamed.output
     assert "no model is named here" in unnamed.output and "KBUILD_MODEL" in unnamed.output
+
+
+def test_mending_how_calls_travel_leaves_every_page_current(tmp_path, monkeypatch):
+    """An upgrade that only changes the transport (the client, rate limits, server failures) decides
+    no reply, so it must not make every model-built page stale; a change to the backend that
+    decides replies must."""
+    import inspect
+
+    from kbuild.model import openai_backend, transport
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    before = _fingerprints(tmp_path, {"model": "gpt-4o-mini"})
+    real_getsource = inspect.getsource
+
+    def edited(module):
+        def getsource(obj):
+            text = real_getsource(obj)
+            return text + "\n# edited\n" if obj is module else text
+        return getsource
+
+    monkeypatch.setattr(inspect, "getsource", edited(transport))
+    assert _fingerprints(tmp_path, {"model": "gpt-4o-mini"}) == before
+    monkeypatch.setattr(inspect, "getsource", edited(openai_backend))
+    after = _fingerprints(tmp_path, {"model": "gpt-4o-mini"})
+    assert "fact" in {name for name in before if after[name] != before[name]}

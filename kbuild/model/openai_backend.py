@@ -6,10 +6,11 @@ structured: the task's pydantic schema goes out as a `json_schema` response form
 server that refuses it, as JSON mode with the schema in the prompt (said once). A reply that does
 not validate is asked again with the validation error; only valid replies are cached.
 
-Retries of 429 (honouring Retry-After), 5xx, timeouts and dropped connections, with exponential
-backoff and jitter, are the openai client's own (`max_retries`); a body that is not JSON is
-retried here. Calls in flight are bounded by the engine (`max_calls`); requests and tokens per
-minute by aiolimiter.
+This module decides the replies, and its source is in the fingerprint of every rule that asks
+(`code`). How a call travels (the client, rate limits, the server's failures, batches) is
+transport.py, outside every fingerprint. Retries of 429 (honouring Retry-After), 5xx, timeouts
+and dropped connections, with exponential backoff and jitter, are the openai client's own
+(`max_retries`); calls in flight are bounded by the engine (`max_calls`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import base64
 import functools
 import json
 import math
+import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -24,20 +26,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import openai
-from aiolimiter import AsyncLimiter
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..engine import CallCache, Problem
 from ..text.tokens import estimate_tokens
-from .batchcalls import BatchCalls, BatchRefused
+from .batchcalls import BatchCalls
 from .calllog import CallLog
 from .settings import ModelSettings
+from .transport import FormatRefused, Transport, api_message
 
 if TYPE_CHECKING:
     from ..checks.grounding import Doubt
 
-MALFORMED_BODY_RETRIES = 2
 BATCH_PRICE = 0.5  # OpenAI's batch service charges half the online price
 
 
@@ -129,10 +130,7 @@ class OpenAIBackend:
         self.settings = settings
         self.label = f"written by {settings.model} (model output, checked against its sources)"
         self.mode = first_mode(settings.base_url)  # until the server refuses it
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: object = None
-        self._requests = AsyncLimiter(settings.requests_per_minute, 60) if settings.requests_per_minute else None
-        self._tokens = AsyncLimiter(settings.tokens_per_minute, 60) if settings.tokens_per_minute else None
+        self.transport = Transport(settings)
         self._judge_off = False
         # batch mode (`kbuild build --batch`): calls are answered from collected batches or
         # deferred to the next one; how calls travel, not what they ask, so no fingerprint changes
@@ -147,8 +145,7 @@ class OpenAIBackend:
 
     @property
     def code(self) -> tuple[object, ...]:
-        import sys
-
+        """What decides this backend's replies: this module, not its transport."""
         return (sys.modules[__name__],)
 
     def prompts(self, task: str) -> list[Path]:
@@ -338,13 +335,8 @@ class OpenAIBackend:
         started = time.perf_counter()
         if self.batch is not None:
             sent = call.body(self.mode)
-            completion = self._from_batch(ctx, self.batch, custom_id, sent)
+            completion = self.transport.from_batch(ctx.query_id, self.batch, custom_id, sent)
         else:
-            estimate = sum(estimate_tokens(json.dumps(m["content"])) for m in call.messages) + call.max_tokens
-            if self._requests:
-                await self._requests.acquire()
-            if self._tokens:
-                await self._tokens.acquire(min(estimate, s.tokens_per_minute or estimate))
             completion, sent = await self._create(ctx, call)
         latency = time.perf_counter() - started
         content = (completion.choices[0].message.content or "") if completion.choices else ""
@@ -382,53 +374,21 @@ class OpenAIBackend:
                    cache_hit=False, latency=latency, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         return response
 
-    @staticmethod
-    def _from_batch(ctx: Any, batch: BatchCalls, custom_id: str, body: dict[str, Any]) -> Any:
-        """A batch's answer to `body`; CallDeferred when none has come yet (the query waits)."""
-        try:
-            return batch.completion(custom_id, body)
-        except BatchRefused as exc:
-            raise Problem(f"{ctx.query_id}: the model server refused the request in its batch: {exc}") from None
-
     async def _create(self, ctx: Any, call: _Call) -> tuple[Any, dict[str, Any]]:
-        """The completion, and the request body exactly as it was sent."""
-        client = self.client()
-        attempt = 0
+        """The completion, and the request body exactly as it was sent: in the first mode the
+        server takes, from the most it must accept (MODES)."""
         while True:
             used = self.mode
             body = call.body(used)
             try:
-                completion = await client.chat.completions.create(**body)
-                return completion, body
-            except openai.BadRequestError as exc:
-                message = _api_message(exc)
-                refused_format = (getattr(exc, "param", None) == "response_format"
-                                  or any(w in message.lower() for w in ("response_format", "json_schema", "schema")))
-                if refused_format and used != MODES[-1]:
-                    if self.mode == used:  # the first call to hear it says so; the others just retry
-                        self.mode = MODES[MODES.index(used) + 1]
-                        ctx.warn(f"{self.settings.base_url or 'the server'} refused {used} response formats "
-                                 f"({message[:160]}); sending {self.mode} from now on")
-                    continue
-                raise Problem(f"{ctx.query_id}: the model server refused the request: {message}") from None
-            except openai.APITimeoutError:
-                raise Problem(f"{ctx.query_id}: the model server did not answer within {self.settings.timeout:.0f} s, "
-                              f"{self.settings.max_retries + 1} times; try again later or raise `timeout`") from None
-            except openai.APIConnectionError as exc:
-                raise Problem(f"{ctx.query_id}: cannot reach the model server at {self.settings.base_url or 'api.openai.com'} "
-                              f"({exc.__cause__ or exc}); is it running?") from None
-            except openai.RateLimitError as exc:
-                raise Problem(f"{ctx.query_id}: the model server kept refusing for rate limits after "
-                              f"{self.settings.max_retries + 1} tries ({_api_message(exc)}); try again later or "
-                              "lower `requests_per_minute`") from None
-            except openai.APIStatusError as exc:
-                raise Problem(f"{ctx.query_id}: the model server failed with {exc.status_code} after "
-                              f"{self.settings.max_retries + 1} tries: {_api_message(exc)}") from None
-            except (json.JSONDecodeError, ValueError) as exc:
-                attempt += 1
-                if attempt > MALFORMED_BODY_RETRIES:
-                    raise Problem(f"{ctx.query_id}: the model server's reply was not valid JSON "
-                                  f"{attempt} times ({exc})") from None
+                return await self.transport.create(ctx.query_id, body), body
+            except FormatRefused as exc:
+                if used == MODES[-1]:
+                    raise Problem(f"{ctx.query_id}: the model server refused the request: {exc.message}") from None
+                if self.mode == used:  # the first call to hear it says so; the others just retry
+                    self.mode = MODES[MODES.index(used) + 1]
+                    ctx.warn(f"{self.settings.base_url or 'the server'} refused {used} response formats "
+                             f"({exc.message[:160]}); sending {self.mode} from now on")
 
     # -- yes/no with a probability -----------------------------------------------------------
 
@@ -453,9 +413,9 @@ class OpenAIBackend:
             body = {"model": model, "messages": messages, "max_tokens": 1, "temperature": 0, "logprobs": True,
                     "top_logprobs": 5}
             if self.batch is not None:
-                completion = self._from_batch(ctx, self.batch, CallCache.key(request), body)
+                completion = self.transport.from_batch(ctx.query_id, self.batch, CallCache.key(request), body)
             else:
-                completion = await self.client().chat.completions.create(**body)
+                completion = await self.transport.client().chat.completions.create(**body)
             choice = completion.choices[0]
             tops: dict[str, float] = {}
             if choice.logprobs and choice.logprobs.content:
@@ -469,7 +429,7 @@ class OpenAIBackend:
         except openai.OpenAIError as exc:  # no judge is no cutoff: the page is taken as changed
             if not self._judge_off:
                 self._judge_off = True
-                reason = _api_message(exc) if isinstance(exc, openai.APIStatusError) else str(exc)
+                reason = api_message(exc) if isinstance(exc, openai.APIStatusError) else str(exc)
                 ctx.warn(f"{self.settings.base_url or 'the server'} cannot judge meaning ({reason[:160]}); "
                          "the meaning judge is off for this build, and the code stages decide alone")
             return 0.0, False
@@ -478,21 +438,6 @@ class OpenAIBackend:
             yes, no = math.exp(top.get("yes", -math.inf)), math.exp(top.get("no", -math.inf))
             return yes / (yes + no), True
         return (1.0 if response["answer"].startswith("yes") else 0.0), False
-
-    # -- plumbing ----------------------------------------------------------------------------
-
-    def client(self) -> openai.AsyncOpenAI:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        s = self.settings
-        if s.missing_key:
-            raise Problem(f"{s.missing_key}; `kbuild check` and answers from the cache need neither")
-        if self._client is None or self._client_loop is not loop:  # one client per event loop (per build)
-            self._client = openai.AsyncOpenAI(api_key=s.api_key or "not-needed", base_url=s.base_url,
-                                              timeout=s.timeout, max_retries=s.max_retries)
-            self._client_loop = loop
-        return self._client
 
     def _log(self, ctx: Any) -> CallLog:
         return CallLog.for_root(ctx.state_dir)
@@ -528,12 +473,6 @@ def _short(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "the reply"
     return f"{where}: {first['msg']}"
-
-
-def _api_message(exc: openai.APIStatusError) -> str:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else body
-    return str(error.get("message") or exc.message)
 
 
 # How a reply's shape is sent, from the most to the least the server must accept:
