@@ -1,8 +1,8 @@
 """Kbuildfile.py: a plain Python file that declares rules and says what to build."""
 from __future__ import annotations
 
-import importlib.util
 import sys
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,13 +73,13 @@ def load(path: Path) -> Buildfile:
     `kbuild` builds; an optional `before_build()` does work outside the graph first (fetching url
     sources) and returns a line per problem.
     """
-    spec = importlib.util.spec_from_file_location("Kbuildfile", path)
-    if spec is None or spec.loader is None:
-        raise BuildfileError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType("Kbuildfile")
+    module.__file__ = str(path)
     sys.path.insert(0, str(path.parent))  # so the Kbuildfile can import modules beside it
     try:
-        spec.loader.exec_module(module)
+        # compiled from its text, not imported: an import would cache its bytecode in
+        # __pycache__ beside it, a write in the user's project, outside the store
+        exec(compile(path.read_bytes(), str(path), "exec"), vars(module))
     except (Exception, SystemExit) as exc:  # a Kbuildfile that exits is a broken Kbuildfile too
         raise BuildfileError(f"{path} failed to run: {type(exc).__name__}: {exc}") from exc
     finally:

@@ -83,6 +83,23 @@ def test_instructions_inside_a_document_change_nothing_but_its_own_fact(tmp_path
     assert "1 day" not in (tmp_path / "kb/p/facts/hours/hours.md").read_text()
 
 
+def test_a_build_writes_no_bytecode_beside_the_kbuildfile(tmp_path, monkeypatch):
+    """Python caches an imported file's bytecode in __pycache__ beside it, unless told not to;
+    the Kbuildfile is the user's file, and the project root is outside the store."""
+    import sys
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # a user's default (the suite may run with it on)
+    (tmp_path / "hours.md").write_text("# Hours\n\nThe shop opens at nine and closes at six.\n")
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    assert kbuild(tmp_path, "add", "shop", "hours.md").exit_code == 0
+    before = files(tmp_path)
+    assert kbuild(tmp_path).exit_code == 0
+    assert kbuild(tmp_path, "check").exit_code == 0
+    created = files(tmp_path) - before
+    assert created and all(path.startswith("kb/") or path == "kbuild.lock" for path in created), created
+    assert not list(tmp_path.rglob("__pycache__"))  # nor when `init` and `add` read the Kbuildfile
+
+
 def test_hostile_sources_yml_and_paths_each_get_one_line(tmp_path):
     import http.server
     import os
