@@ -96,6 +96,22 @@ def test_many_memos_load_by_id_past_one_statement_s_parameter_limit(tmp_path: Pa
     assert len(state.readers(ids)) == 0
 
 
+def test_values_load_together_whether_written_yet_or_not(tmp_path: Path) -> None:
+    """A rule reading thousands of queries gets their values in one read, including those saved
+    in this build and not yet written; a memo without a value (from the lock) has none."""
+    state = State(tmp_path / "state.db")
+    ids = [f"q({i})" for i in range(1200)]
+    for qid in ids:
+        state.save_memo(memo(qid, []), qid.encode())
+    state.save_memo(memo("valueless()", []), None)
+    state.commit()
+    state.save_memo(memo("fresh()", []), b"fresh")
+    state.save_memo(memo("q(0)", []), None)  # rebuilt in this build, its value not kept
+
+    found = state.load_values([*ids, "fresh()", "valueless()", "missing()"])
+    assert found == {**{qid: qid.encode() for qid in ids[1:]}, "fresh()": b"fresh"}
+
+
 def test_file_stats_are_kept_and_forgotten(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     state = State(path)

@@ -114,10 +114,10 @@ class Context:
             await build.demand_all(pending, me)
         known, failed = build.values, build.failed
         missing = [i for i in ids if i not in known or i in failed]
-        if len(missing) == 1:
-            fetched = {missing[0]: await build.value_of(missing[0])}
-        else:
-            fetched = dict(zip(missing, await asyncio.gather(*(build.value_of(i) for i in missing)))) if missing else {}
+        fetched = build.stored_values(missing) if missing else {}
+        to_run = [i for i in missing if i not in fetched]  # settled from the lock, never stored here
+        if to_run:
+            fetched.update(zip(to_run, await asyncio.gather(*(build.value_of(i) for i in to_run))))
         return [fetched[i] if i in fetched else known[i] for i in ids]
 
     @property

@@ -240,19 +240,29 @@ class Demand(Execute):
         memo = self.memos.get(qid)  # settled: the memo of the value that stands
         return memo.parts if memo is not None else None
 
+    def stored_values(self, qids: Sequence[str]) -> dict[str, Any]:
+        """The values of those settled `qids` known or stored here (a failed one as its
+        QueryFailed), with one read of the state for all; the others must run (`value_of`)."""
+        found: dict[str, Any] = {}
+        unknown = []
+        for qid in qids:
+            if qid in self.failed:
+                found[qid] = QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
+            elif qid in self.values:
+                found[qid] = self.values[qid]
+            else:
+                unknown.append(qid)
+        for qid, blob in self.state.load_values(unknown).items():
+            if hash_bytes(blob) == self.green.get(qid):
+                query = self._query_for(qid)
+                found[qid] = self.values[qid] = query.rule.decode(blob) if query is not None else decode_value(blob)
+        return found
+
     async def value_of(self, qid: str) -> Any:
         """The value of a settled query, or its QueryFailed."""
-        if qid in self.failed:
-            return QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
-        value = self.values.get(qid)
-        if value is not None or qid in self.values:
-            return value
-        blob = self.state.load_value(qid)
-        if blob is not None and hash_bytes(blob) == self.green.get(qid):
-            query = self._query_for(qid)
-            value = query.rule.decode(blob) if query is not None else decode_value(blob)
-            self.values[qid] = value
-            return value
+        found = self.stored_values([qid])
+        if qid in found:
+            return found[qid]
         # Settled from the lock on a fresh clone: the value was never stored here; run it.
         task = self.forced.get(qid)
         if task is None:
