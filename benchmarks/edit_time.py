@@ -1,12 +1,14 @@
 """What a one-sentence edit costs in wall time, as a user feels it, as documents and projects grow.
 
-    python benchmarks/edit_time.py [--chunks 20 200 2000] [--facts 100 1000] [--runs 3]
+    python benchmarks/edit_time.py [--chunks 20 200 2000] [--facts 100 1000] [--runs 3] [--against PYTHON]
 
 Offline backend, each build a whole `kbuild -q` process. A document of N chunks is N sections in
 chapters of 20, cut one fact each (floor and cap small); a project of N facts is N/20 such documents of 20. After
 a cold build, one sentence of one section is edited and the next build timed (median of
 `--runs` edits, each a different sentence). The aim (issue 16): the largest at most 1.5x the
-smallest, since the edit reaches one fact, one summary and the pages above them.
+smallest, since the edit reaches one fact, one summary and the pages above them. --against
+also times another Python's kbuild (an install of the commit before a change) on its own copy
+of each store, the same edits interleaved with this one's, as rows of their own.
 """
 from __future__ import annotations
 
@@ -40,32 +42,36 @@ def document(sections: int, seed: int) -> str:
     return "".join(parts)
 
 
-def kbuild(root: Path, *args: str) -> float:
+def kbuild(python: str, root: Path, *args: str) -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "kbuild", "-q", *args], cwd=root, capture_output=True, text=True,
+    done = subprocess.run([python, "-m", "kbuild", "-q", *args], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "OPENAI_API_KEY": "", "OPENAI_BASE_URL": "", "KBUILD_MODEL": ""})
     if done.returncode != 0:
         raise SystemExit(f"kbuild failed in {root}: {done.stdout}{done.stderr}")
     return time.perf_counter() - started
 
 
-def measure(documents: int, sections: int, runs: int) -> tuple[float, float]:
+def measure(documents: int, sections: int, runs: int, pythons: list[str]) -> list[tuple[float, float]]:
+    """(cold build, median edit) for each of `pythons`, each on its own copy of the store."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "Kbuildfile.py").write_text(KBUILDFILE)
-        (root / "kb/p").mkdir(parents=True)
-        (root / "kb/p/sources.yml").write_text("sources:\n" + "".join(f"  - id: d{n}\n    path: d{n}.md\n"
-                                                                      for n in range(documents)))
-        for n in range(documents):
-            (root / f"d{n}.md").write_text(document(sections, n))
-        cold = kbuild(root)
-        times = []
+        roots = [Path(tmp) / str(n) for n in range(len(pythons))]
+        for root in roots:
+            (root / "kb/p").mkdir(parents=True)
+            (root / "Kbuildfile.py").write_text(KBUILDFILE)
+            (root / "kb/p/sources.yml").write_text("sources:\n" + "".join(f"  - id: d{n}\n    path: d{n}.md\n"
+                                                                          for n in range(documents)))
+            for n in range(documents):
+                (root / f"d{n}.md").write_text(document(sections, n))
+        colds = [kbuild(python, root) for python, root in zip(pythons, roots)]
+        times: list[list[float]] = [[] for _ in pythons]
         for run in range(runs):
-            target = root / "d0.md"
             part = (run * 7) % sections
-            target.write_text(target.read_text().replace(f"The limit of part {part} is", f"The limit of part {part} was"))
-            times.append(kbuild(root))
-        return cold, statistics.median(times)
+            for python, root, timed in zip(pythons, roots, times):
+                target = root / "d0.md"
+                target.write_text(target.read_text().replace(f"The limit of part {part} is",
+                                                             f"The limit of part {part} was"))
+                timed.append(kbuild(python, root))
+        return [(cold, statistics.median(timed)) for cold, timed in zip(colds, times)]
 
 
 def main() -> None:
@@ -73,13 +79,17 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, nargs="*", default=[20, 200, 2000])
     parser.add_argument("--facts", type=int, nargs="*", default=[100, 1000])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--against", metavar="PYTHON", help="also time the kbuild of this Python, interleaved")
     args = parser.parse_args()
-    rows = [(f"document of {n} chunks", *measure(1, n, args.runs)) for n in args.chunks]
-    rows += [(f"project of {n} facts", *measure(max(1, n // 20), 20, args.runs)) for n in args.facts]
+    pythons = [sys.executable, *([args.against] if args.against else [])]
+    stores = [(f"document of {n} chunks", 1, n) for n in args.chunks]
+    stores += [(f"project of {n} facts", max(1, n // 20), 20) for n in args.facts]
     print("| store | cold build | one-sentence edit |")
     print("|---|---|---|")
-    for name, cold, edit in rows:
-        print(f"| {name} | {cold:.2f} s | {edit:.2f} s |")
+    for name, documents, sections in stores:
+        for python, (cold, edit) in zip(pythons, measure(documents, sections, args.runs, pythons)):
+            who = f" ({python})" if args.against else ""
+            print(f"| {name}{who} | {cold:.2f} s | {edit:.2f} s |", flush=True)
 
 
 if __name__ == "__main__":

@@ -37,3 +37,13 @@ def test_the_check_breakdown_runs_on_a_small_store():
     assert result.returncode == 0, result.stderr[-2000:]
     for step in ("Kbuildfile:", "lock:", "pages and verification:", "the rest:"):
         assert step in result.stdout
+
+
+def test_the_edit_time_a_b_times_both_kbuilds_on_their_own_stores():
+    """--against is how a change to the edit path is measured (this kbuild and the one before,
+    interleaved): a row each."""
+    result = subprocess.run([sys.executable, "benchmarks/edit_time.py", "--chunks", "20", "--facts", "--runs", "1",
+                             "--against", sys.executable], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| document of 20 chunks")]
+    assert len(rows) == 2 and all(f"({sys.executable})" in row for row in rows)
