@@ -35,6 +35,10 @@ class GraphLoading(BuildState):
         """Load only the queries that the changed files and outputs reach through the recorded
         graph read backwards; every other query is settled with its recorded hash, which its
         readers recorded too (the last build left every read settled)."""
+        with long_lived():
+            self._load_reached(changed_files, changed_outputs, root_ids)
+
+    def _load_reached(self, changed_files: list[str], changed_outputs: list[str], root_ids: list[str]) -> None:
         state = self.state
         frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
