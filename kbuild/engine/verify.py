@@ -117,10 +117,15 @@ def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[st
     not, for a reader of the lock)."""
     for dep, recorded in reads:
         if isinstance(dep, FileRead):
-            reason = read_changed(dep, recorded, file_hash(dep.path), voice)
-        else:
-            parts = parts_of(dep) if parts_of is not None and PartHash.part_of(recorded) is not None else None
-            reason = read_changed(dep, recorded, query_hash(dep), voice, parts)
+            now = file_hash(dep.path)
+            if now != recorded:
+                return read_changed(dep, recorded, now, voice)
+            continue
+        now = query_hash(dep)
+        if now == recorded:  # a whole read that holds, most reads: no part to look for
+            continue
+        parts = parts_of(dep) if parts_of is not None and PartHash.part_of(recorded) is not None else None
+        reason = read_changed(dep, recorded, now, voice, parts)
         if reason is not None:
             return reason
     return None
