@@ -425,3 +425,28 @@ def test_mending_how_calls_travel_leaves_every_page_current(tmp_path, monkeypatc
     monkeypatch.setattr(inspect, "getsource", edited(openai_backend))
     after = _fingerprints(tmp_path, {"model": "gpt-4o-mini"})
     assert "fact" in {name for name in before if after[name] != before[name]}
+
+
+def test_every_request_counts_against_the_rate_limit_the_meaning_judges_too(tmp_path):
+    """requests_per_minute bounds what the server sees: a call that skipped the limiter (the
+    meaning judge did) would run a tier's limit over and be refused."""
+    class Ctx:
+        query_id = "q"
+        state_dir = tmp_path
+
+        async def call(self, request, compute):
+            return await compute()
+
+    class Counting:
+        acquired = 0
+
+        async def acquire(self, amount: float = 1) -> None:
+            Counting.acquired += 1
+
+    with ScriptedServer(lambda r: Reply("yes")) as server:
+        settings = ModelSettings(base_url=f"{server.url}/v1", api_key="t", model="m", requests_per_minute=600)
+        backend = OpenAIBackend(settings.resolved())
+        assert backend.transport._requests is not None
+        backend.transport._requests = Counting()
+        asyncio.run(backend.yes_probability(Ctx(), "same", "Same meaning?", "a\nb"))
+        assert len(server.requests) == Counting.acquired == 1

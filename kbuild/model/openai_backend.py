@@ -415,7 +415,7 @@ class OpenAIBackend:
             if self.batch is not None:
                 completion = self.transport.from_batch(ctx.query_id, self.batch, CallCache.key(request), body)
             else:
-                completion = await self.transport.client().chat.completions.create(**body)
+                completion = await self.transport.send(body)  # within the rate limits, as every call
             choice = completion.choices[0]
             tops: dict[str, float] = {}
             if choice.logprobs and choice.logprobs.content:

@@ -51,20 +51,25 @@ class Transport:
             self._client_loop = loop
         return self._client
 
-    async def create(self, query_id: str, body: dict[str, Any]) -> Any:
-        """The completion of `body`, within the rate limits; FormatRefused when the server
-        refuses its response format, a Problem saying what to do for any other failure."""
+    async def send(self, body: dict[str, Any]) -> Any:
+        """The completion of `body`, within the requests and tokens per minute; the openai
+        client's own errors pass through."""
         s = self.settings
         if self._requests:
             await self._requests.acquire()
         if self._tokens:
             estimate = sum(estimate_tokens(json.dumps(m["content"])) for m in body["messages"]) + body["max_tokens"]
             await self._tokens.acquire(min(estimate, s.tokens_per_minute or estimate))
-        client = self.client()
+        return await self.client().chat.completions.create(**body)
+
+    async def create(self, query_id: str, body: dict[str, Any]) -> Any:
+        """The completion of `body` (`send`); FormatRefused when the server refuses its response
+        format, a Problem saying what to do for any other failure."""
+        s = self.settings
         attempt = 0
         while True:
             try:
-                return await client.chat.completions.create(**body)
+                return await self.send(body)
             except openai.BadRequestError as exc:
                 message = api_message(exc)
                 if (getattr(exc, "param", None) == "response_format"
