@@ -226,6 +226,22 @@ def test_every_kind_of_credential_is_found_and_redacted():
         assert MARKER in redact(text) and secret not in redact(text), (kind, redact(text))
 
 
+def test_scanning_for_secrets_leaves_requests_unimported_and_still_usable():
+    """detect-secrets imports requests only for its verification, which kbuild never calls: a
+    scan does not pay for importing it, and whoever does use it gets the real module."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from kbuild.checks.secrets import find_secrets\n"
+              "assert find_secrets('key = AKIAIOSFODNN7EXAMPLE') == ['an AWS access key']\n"
+              "assert 'requests' not in sys.modules, 'a scan imported requests'\n"
+              "import detect_secrets.plugins.base as base, requests\n"
+              "assert base.requests.exceptions.RequestException is requests.exceptions.RequestException\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("text", [
     f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
     f'export AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"',
