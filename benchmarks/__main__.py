@@ -76,7 +76,8 @@ def scheduling(quick: bool) -> dict[str, list[Row]]:
     b = bench.breakdown(1000, 0.02, 16)
     rows.append(("where the rest goes at 16 in flight, 20 ms, tmpfs",
                  f"{b['in_flight']:.1f} calls in flight once they began; the first began "
-                 f"{1000 * b['first_call_s']:.0f} ms in; calls ended {b['late_ms']:.1f} ms late; "
+                 f"{1000 * b['first_call_s']:.0f} ms in; calls ended {b['late_ms']:.1f} ms late; the build ended "
+                 f"{1000 * b['end_after_last_call_s']:.0f} ms after the last call; "
                  f"{b['cpu_ms_per_query']:.2f} ms CPU a query; plain asyncio semaphore {100 * b['plain_asyncio']:.0f}%",
                  ""))
     if not quick:  # a small model's latency rather than a stress test of kbuild's own cost per call

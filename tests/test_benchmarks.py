@@ -47,3 +47,12 @@ def test_the_edit_time_a_b_times_both_kbuilds_on_their_own_stores():
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith("| document of 20 chunks")]
     assert len(rows) == 2 and all(f"({sys.executable})" in row for row in rows)
+
+
+def test_the_collector_breakdown_runs_on_a_small_store():
+    """benchmarks/collector.py is what the README's figures for the cyclic collector come from."""
+    result = subprocess.run([sys.executable, "benchmarks/collector.py", "--chunks", "20", "--facts"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| document of 20 chunks")]
+    assert [row.split(" | ")[1] for row in rows] == ["cold", "one-sentence edit"]

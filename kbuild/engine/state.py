@@ -14,9 +14,10 @@ from pathlib import Path
 from .files import StatKey
 
 STATE_VERSION = 4
-# Saved memos are written WRITE_BATCH at a time (and before any read or commit): all at the
-# commit, the last one of a cold build of 1,000 queries held up its end by 41 ms; in batches of
-# 64 the writes fall between model calls (28 ms; benchmarks/scheduling.py, 16 in flight).
+# Saved memos are written WRITE_BATCH at a time (and before any read or commit), so that the
+# buffer stays small and the last commit does not hold up the build's end: a cold build of
+# 1,000 queries at 16 in flight ended 23-34 ms after its last call against 32-38 ms with all
+# written at the commit (`python benchmarks/scheduling.py`, its disk line, two runs each).
 WRITE_BATCH = 64
 
 
@@ -136,9 +137,9 @@ class State:
         self.db.executescript(SCHEMA)
         self.db.execute("BEGIN")
         # Memos saved and not yet written, written together (WRITE_BATCH) before anything reads
-        # the database or commits. They are in the open transaction either way (a crash loses both alike), and
-        # five statements a memo were most of a cold build's time in the event loop: 0.2 of
-        # 0.64 ms a query at 16 calls in flight (benchmarks/scheduling.py).
+        # the database or commits. They are in the open transaction either way (a crash loses
+        # both alike), and five statements a memo were most of a cold build's time in the event
+        # loop: 0.2 of 0.64 ms a query at 16 calls in flight (benchmarks/scheduling.py).
         self._unwritten: dict[str, tuple[Memo, bytes | None]] = {}
 
     def close(self) -> None:
@@ -235,11 +236,7 @@ class State:
             self.db.executemany(f"DELETE FROM {table} WHERE {column}=?", ((i,) for i in ids))
 
     def load_value(self, query_id: str) -> bytes | None:
-        unwritten = self._unwritten.get(query_id)
-        if unwritten is not None:
-            return unwritten[1]
-        row = self.db.execute("SELECT value FROM memo WHERE id=?", (query_id,)).fetchone()
-        return row[0] if row else None
+        return self.load_values([query_id]).get(query_id)
 
     def load_values(self, query_ids: Iterable[str]) -> dict[str, bytes]:
         """The stored values of those of `query_ids` that have one: one SELECT per batch, where a
