@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from edit_time import KBUILDFILE, document  # noqa: E402
+from edit_time import write_store  # noqa: E402
 from installed import use_installed_kbuild  # noqa: E402
 
 
@@ -63,12 +63,7 @@ def measure(documents: int, sections: int) -> tuple[dict[str, float], dict[str, 
     """(cold build, one-sentence edit) of a store of `documents` documents of `sections`."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        (root / "kb/p").mkdir(parents=True)
-        (root / "Kbuildfile.py").write_text(KBUILDFILE)
-        (root / "kb/p/sources.yml").write_text("sources:\n" + "".join(f"  - id: d{n}\n    path: d{n}.md\n"
-                                                                      for n in range(documents)))
-        for n in range(documents):
-            (root / f"d{n}.md").write_text(document(sections, n))
+        write_store(root, documents, sections)
         cold = build(root)
         target = root / "d0.md"
         part = sections // 2

@@ -42,6 +42,16 @@ def document(sections: int, seed: int) -> str:
     return "".join(parts)
 
 
+def write_store(root: Path, documents: int, sections: int) -> None:
+    """A project of `documents` documents of `sections` sections each, not yet built."""
+    (root / "kb/p").mkdir(parents=True)
+    (root / "Kbuildfile.py").write_text(KBUILDFILE)
+    (root / "kb/p/sources.yml").write_text("sources:\n" + "".join(f"  - id: d{n}\n    path: d{n}.md\n"
+                                                                  for n in range(documents)))
+    for n in range(documents):
+        (root / f"d{n}.md").write_text(document(sections, n))
+
+
 def kbuild(python: str, root: Path, *args: str) -> float:
     started = time.perf_counter()
     done = subprocess.run([python, "-m", "kbuild", "-q", *args], cwd=root, capture_output=True, text=True,
@@ -56,12 +66,7 @@ def measure(documents: int, sections: int, runs: int, pythons: list[str]) -> lis
     with tempfile.TemporaryDirectory() as tmp:
         roots = [Path(tmp) / str(n) for n in range(len(pythons))]
         for root in roots:
-            (root / "kb/p").mkdir(parents=True)
-            (root / "Kbuildfile.py").write_text(KBUILDFILE)
-            (root / "kb/p/sources.yml").write_text("sources:\n" + "".join(f"  - id: d{n}\n    path: d{n}.md\n"
-                                                                          for n in range(documents)))
-            for n in range(documents):
-                (root / f"d{n}.md").write_text(document(sections, n))
+            write_store(root, documents, sections)
         colds = [kbuild(python, root) for python, root in zip(pythons, roots)]
         times: list[list[float]] = [[] for _ in pythons]
         for run in range(runs):
