@@ -56,3 +56,11 @@ def test_the_collector_breakdown_runs_on_a_small_store():
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith("| document of 20 chunks")]
     assert [row.split(" | ")[1] for row in rows] == ["cold", "one-sentence edit"]
+
+
+def test_the_lock_render_figure_compares_two_installs_on_the_same_bytes():
+    """benchmarks/lock_render.py is where the lock writer's figure in lockfile.py comes from."""
+    result = subprocess.run([sys.executable, "benchmarks/lock_render.py", "--entries", "50", "--runs", "1",
+                             "--against", sys.executable], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("a lock of 50 entries") == 2 and "the same bytes" in result.stdout

@@ -647,3 +647,34 @@ def test_a_deferred_call_leaves_its_readers_waiting_and_the_rest_built_until_it_
     assert Engine(tmp_path, rules).value(gathered("a", "b")) == ["yes", "no"]
     DEFERRED.clear()
     assert build(tmp_path, *targets, rules=rules).calls == 0 and DEFERRED == []
+
+
+def test_a_lock_entry_is_written_as_json_would_write_it_whatever_its_strings_hold(tmp_path):
+    """The lock's bytes do not drift with how it is rendered: a store's lock shows in `git diff`
+    only where a hash changed. Strings are escaped as json.dumps escapes them."""
+    import json
+
+    from kbuild.engine.lockfile import read_lock
+
+    odd = 'é "quoted" \\ back\nnewline'
+    read = FileRead.of(odd)
+    memo = Memo(f"page({odd!r})", "page", [odd, 3, ["nested"]], "f1", [[(read, "h1"), ("q()", "h2")], [("r()", "h3")]],
+                "h", {"b.md": "2", "a.md": "1"}, {"z": 1, "a": [odd]}, {"y": "2", "x": "1"})
+    rendered = render_lock({memo.id: memo})
+    s = json.dumps
+    assert rendered.decode() == (
+        '{\n "version": 1,\n "queries": {\n'
+        f'  {s(memo.id)}: {{\n'
+        '   "rule": "page",\n'
+        f'   "key": {s(memo.key)},\n'
+        '   "fingerprint": "f1",\n'
+        '   "hash": "h",\n'
+        '   "outputs": {"a.md": "1", "b.md": "2"},\n'
+        f'   "notes": {{"a": [{s(odd)}], "z": 1}},\n'
+        '   "parts": {"x": "1", "y": "2"},\n'
+        f'   "deps": [\n    [[{s(read)}, "h1"], ["q()", "h2"]],\n    [["r()", "h3"]]\n   ]\n'
+        '  }\n }\n}\n')
+    (tmp_path / "kbuild.lock").write_bytes(rendered)
+    (back,) = read_lock(tmp_path / "kbuild.lock").values()
+    assert [[tuple(r) for r in group] for group in back.deps] == memo.deps
+    assert isinstance(back.deps[0][0][0], FileRead) and back.deps[0][0][0].path == odd

@@ -27,9 +27,14 @@ def hash_stream(stream: BinaryIO, block: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+# what json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) uses, made
+# once: json.dumps with arguments makes an encoder per call, and every query id is spelled here
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value, so equal values hash equal across runs and machines."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def encode_value(value: Any) -> bytes:
