@@ -12,7 +12,6 @@ lock carry the graph to a fresh clone, and makes a reverted edit cost nothing.
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -21,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import staleness
+from . import eventloop, staleness
 from .build import UNFINISHED, Build
 from .buildlock import BuildLock
 from .buildstate import Observer
@@ -107,8 +106,8 @@ class Engine:
         targets = list(targets)
 
         def attempt() -> Report:
-            return asyncio.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh,
-                                                observer=observer))
+            return eventloop.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh,
+                                                  observer=observer))
 
         try:
             return attempt()
