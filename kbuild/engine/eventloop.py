@@ -3,8 +3,9 @@
 On Linux asyncio waits in epoll, which counts whole milliseconds: each wait is rounded up to the
 next one. A build wakes the loop often (each call-cache write done in a thread wakes it), and a
 wait begun just before a timer is due then sleeps on past it by up to a millisecond. At 16 model
-calls of 20 ms in flight, that was a call ending 1.3-1.4 ms late instead of 0.5 ms, and 88-89%
-of the ideal instead of 92-93% (store on tmpfs; python benchmarks/scheduling.py). The loop here
+calls of 20 ms in flight, a call ended 1.1-1.3 ms late; on this loop 0.5-0.9 ms, and the build
+reaches 92-94% of the ideal instead of 89-91% (store on tmpfs; python benchmarks/scheduling.py,
+two runs each, interleaved with the kbuild before). The loop here
 waits on the epoll descriptor itself with select(), whose timeout is in microseconds, and then
 collects what epoll has ready without waiting.
 """
