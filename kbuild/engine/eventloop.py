@@ -34,7 +34,7 @@ class PreciseEpollSelector(selectors.EpollSelector):
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """asyncio's loop; on Linux, over the precise selector (elsewhere the selector's timeouts are
     not rounded to milliseconds: kqueue's are in nanoseconds)."""
-    if getattr(selectors, "DefaultSelector", None) is getattr(selectors, "EpollSelector", object()):
+    if selectors.DefaultSelector is getattr(selectors, "EpollSelector", None):
         return asyncio.SelectorEventLoop(PreciseEpollSelector())
     return asyncio.new_event_loop()
 
