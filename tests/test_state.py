@@ -147,3 +147,18 @@ def test_damage_is_found_in_a_broken_state_and_not_in_a_sound_one(tmp_path: Path
     path.write_bytes(bytes(data))
     found = damage(path)
     assert found is not None and found != "ok"
+
+
+def test_the_reach_answers_from_the_index_alone_in_a_state_made_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    state = State(path)
+    state.save_memo(memo("b()", [[("a()", "h")]]), None)
+    state.close()
+    old = sqlite3.connect(path)  # the index a state had before: readers looked up in the table
+    old.executescript("DROP INDEX reads_by_dep_reader; CREATE INDEX reads_by_dep ON reads (dep);")
+    old.close()
+    state = State(path)
+    plan = " ".join(str(row) for row in state.db.execute(
+        "EXPLAIN QUERY PLAN SELECT reader FROM reads WHERE dep IN (?)", ["a()"]))
+    assert "COVERING INDEX reads_by_dep_reader" in plan, plan
+    assert state.readers(["a()"]) == {"b()"}

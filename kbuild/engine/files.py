@@ -54,6 +54,30 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
+def read_regular(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
+    """A regular file's bytes (never waiting on a FIFO, as open_regular) and its stat, taken
+    on the open file, so the stat kept with the hash is never of a later version. Read with
+    os.read, not through a file object made for each read: `kbuild check` reads every page of
+    the store (benchmarks/check_phases.py)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(f"{path} is not a regular file (a pipe, socket or device)")
+        data = os.read(fd, st.st_size + 1)
+        more = os.read(fd, 1 << 20)  # until EOF: a read may return less, a file may have grown
+        if more:
+            parts = [data, more]
+            while more := os.read(fd, 1 << 20):
+                parts.append(more)
+            data = b"".join(parts)
+        return data, st
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Write to a temporary file beside `path`, flush it, then rename it into place.
 
@@ -180,11 +204,10 @@ class FileHasher:
     def read(self, key: str) -> tuple[bytes, str]:
         """Read a file and hash exactly the bytes read, so the recorded hash is of what was used.
         Only a regular file: opening a FIFO for reading would wait for a writer forever."""
-        with open_regular(self.full(key)) as f:
-            data = f.read()
+        data, st = read_regular(self.full(key))
         digest = hash_bytes(data)
         self._this_build[key] = digest
-        self._remember(key, digest)
+        self._remember(key, digest, st)
         return data, digest
 
     def wrote(self, key: str, digest: str) -> None:

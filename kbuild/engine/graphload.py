@@ -78,7 +78,8 @@ class GraphLoading(BuildState):
                                          "review the change that brought it")
                     self.changed.add(qid)  # the lock is written again without it
                     continue
-                if lock.file_for(memo.key) != file:
+                placed = lock.file_for(memo.key)
+                if placed is not file and placed != file:  # the same object, mostly: Path's == is slow
                     self.lock_misplaced = True
                 imported[qid] = memo
         if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in

@@ -86,7 +86,11 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
 -- The graph read backwards, so a build after a few changes finds what they reach without
 -- loading the graph: who reads each query or file, who writes each output.
 CREATE TABLE IF NOT EXISTS reads (dep TEXT NOT NULL, reader TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep);
+-- The reach looks readers up by dep: an index that holds the reader answers from the index
+-- alone, without a look into the table for each row. A state made with the older index on dep
+-- alone gets this one.
+DROP INDEX IF EXISTS reads_by_dep;
+CREATE INDEX IF NOT EXISTS reads_by_dep_reader ON reads (dep, reader);
 CREATE INDEX IF NOT EXISTS reads_by_reader ON reads (reader);
 CREATE TABLE IF NOT EXISTS writes (path TEXT NOT NULL, writer TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS writes_by_path ON writes (path);
