@@ -583,6 +583,43 @@ def test_a_reader_of_one_part_runs_again_only_when_that_part_changes(folder):
     assert RUNS == ["sections", "section a"] and Engine(folder, rules).value(section("s.txt", "a")) == ""
 
 
+@rule
+async def exclaimed(ctx, path, name):
+    RUNS.append(f"exclaimed {name}")
+    return await ctx.query(section(path, name)) + "!"
+
+
+@rule
+async def all_exclaimed(ctx, path, names):
+    RUNS.append("all exclaimed")
+    return await ctx.query_all([exclaimed(path, n) for n in names])
+
+
+def test_an_edit_of_one_part_checks_what_reads_that_part_not_what_reads_the_others(folder, monkeypatch):
+    """A part's readers and what is built on them are behind a gate: once the query they read
+    parts of is settled, only the readers of the parts that changed are loaded and checked, so
+    an edit costs what it changed however many parts the value has."""
+    from kbuild.engine import demand, scan
+
+    names = [f"n{i}" for i in range(200)]
+    rules = [sections, section, exclaimed, all_exclaimed]
+    (folder / "s.txt").write_text("".join(f"{n}: word {n}\n" for n in names))
+    Engine(folder, rules).build([all_exclaimed("s.txt", names)])
+    checked: list[str] = []
+    real = demand.first_changed_read
+    monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
+    real_settle = scan.Scan.settle
+    monkeypatch.setattr(scan.Scan, "settle", lambda self, roots: (real_settle(self, roots), checked.extend(self.green))[0])
+    RUNS.clear()
+    (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("word n7\n", "word seven\n"))
+    engine = Engine(folder, rules)
+    engine.build([all_exclaimed("s.txt", names)])
+    assert RUNS == ["sections", "section n7", "exclaimed n7", "all exclaimed"]
+    assert engine.value(exclaimed("s.txt", "n7")) == "WORD SEVEN!"
+    assert len(checked) < 20, len(checked)  # not one per part: 400 queries read behind the gate
+    assert not engine.inspect().stale
+
+
 def test_a_lock_entry_read_on_its_own_keeps_its_part_hashes():
     from kbuild.engine.lockfile import lock_entries, parse_entry
 

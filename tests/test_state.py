@@ -4,7 +4,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from kbuild.engine.state import STATE_VERSION, FileRead, Memo, State, damage
+from kbuild.engine.state import STATE_VERSION, FileRead, Memo, PartHash, State, damage
 
 
 def memo(qid: str, reads: list[list[tuple[str, str]]], outputs: dict[str, str] | None = None) -> Memo:
@@ -154,11 +154,20 @@ def test_the_reach_answers_from_the_index_alone_in_a_state_made_before_it(tmp_pa
     state = State(path)
     state.save_memo(memo("b()", [[("a()", "h")]]), None)
     state.close()
-    old = sqlite3.connect(path)  # the index a state had before: readers looked up in the table
-    old.executescript("DROP INDEX reads_by_dep_reader; CREATE INDEX reads_by_dep ON reads (dep);")
+    old = sqlite3.connect(path)  # a state from before parts: no part column, readers indexed by dep
+    old.executescript("DROP INDEX reads_by_dep_reader_part; CREATE TABLE r AS SELECT dep, reader FROM reads; "
+                      "DROP TABLE reads; ALTER TABLE r RENAME TO reads; CREATE INDEX reads_by_dep ON reads (dep);")
     old.close()
     state = State(path)
     plan = " ".join(str(row) for row in state.db.execute(
-        "EXPLAIN QUERY PLAN SELECT reader FROM reads WHERE dep IN (?)", ["a()"]))
-    assert "COVERING INDEX reads_by_dep_reader" in plan, plan
+        "EXPLAIN QUERY PLAN SELECT dep, reader, part FROM reads WHERE dep IN (?)", ["a()"]))
+    assert "COVERING INDEX reads_by_dep_reader_part" in plan, plan
     assert state.readers(["a()"]) == {"b()"}
+    assert state.reads_of(["a()"]) == [("a()", "b()", "")]  # read as a whole read: a larger reach, never a wrong one
+
+
+def test_the_reads_index_names_the_part_a_part_read_read(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.db")
+    state.save_memo(memo("b()", [[("a()", PartHash.of("low", "h1")), ("a()", PartHash.of("high", "h2"))],
+                                 [("c()", "h3")]]), None)
+    assert sorted(state.reads_of(["a()", "c()"])) == [("a()", "b()", "high"), ("a()", "b()", "low"), ("c()", "b()", "")]

@@ -75,6 +75,11 @@ class BuildState:
         # When the last build left everything settled and only a few inputs changed, only the
         # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
         self.reached: set[str] | None = None
+        # Of those, the ones some unreached queries read only a part of (gates, graphload.py):
+        # the parts read and by whom; the queries behind each; the gates not yet settled.
+        self.gate_reads: dict[str, list[tuple[str, str]]] = {}
+        self.behind_gates: dict[str, set[str]] = {}
+        self.open_gates: set[str] = set()
         self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
         self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
         self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load

@@ -17,7 +17,7 @@ from typing import Any
 from .execute import Execute
 from .hashing import FAILED, UNKNOWN, decode_value, hash_bytes
 from .report import CycleError, QueryFailed
-from .state import FileRead, Memo
+from .state import FileRead, Memo, PartHash
 from .verify import Change, Reason, first_changed_read, outside_reads
 
 
@@ -34,6 +34,7 @@ class Frame:
     error: BaseException | None = None  # a running rule raised past the engine: it fails the build
     readers: list[Frame] = field(default_factory=list)  # frames waiting for this one
     future: asyncio.Future[str] | None = None  # made only when a task awaits it
+    probing: bool = False  # verifying one read behind a gate first, so the others can wait for it
 
 
 class Demand(Execute):
@@ -138,8 +139,14 @@ class Demand(Execute):
         qid, memo = frame.qid, frame.memo
         if frame.group == 0 and frame.blocked == 0:
             if self.reached is not None and qid not in self.reached and memo is not None:
-                self.green[qid] = memo.hash  # no change reaches it: settled as recorded
-                return self._settle(frame, memo.hash)
+                gates = self.behind_open_gate(qid)  # a change let through a gate puts it in the reach
+                if qid not in self.reached:
+                    if not gates:
+                        self.green[qid] = memo.hash  # no change reaches it: settled as recorded
+                        return self._settle(frame, memo.hash)
+                    if self._wait_for_gates(frame, gates):
+                        return  # resumed when they are settled, and looked at again
+                # behind a gate no one is settling yet, or in the reach: verified as reached queries are
             if memo is None and qid not in self.queries:
                 # Read by a query in an earlier build, never built since (it failed): only a reader
                 # running again can say whether it is still wanted, and with which rule.
@@ -153,9 +160,24 @@ class Demand(Execute):
         while frame.group < len(groups):
             group = groups[frame.group]
             if frame.blocked == 0:
-                for dep, _ in group:
+                probe = None
+                for dep, recorded in group:
                     if isinstance(dep, FileRead) or dep in green or dep in failed:
                         continue
+                    if dep in self.behind_gates and dep not in self.reached and dep not in frames:
+                        gates = self.behind_open_gate(dep)
+                        if not gates and dep not in self.reached and PartHash.part_of(recorded) is None:
+                            green[dep] = recorded  # behind gates that let no change through
+                            continue
+                        if gates and self._wait_for_gates(frame, gates):
+                            continue
+                        if gates and not frame.probing:
+                            # No one settles its gates yet. Verified one by one, each read would
+                            # load and check its memo; so the first is verified alone (it comes
+                            # to a gate), then the others are looked at again (once per group).
+                            if probe is None:
+                                probe = dep
+                            continue
                     other = frames.get(dep)
                     if other is None:
                         other = Frame(dep, self.memos.get(dep))
@@ -163,7 +185,7 @@ class Demand(Execute):
                         self.ready.append(other)
                     elif other.result is not None or other.error is not None:
                         continue
-                    elif frame in other.readers:
+                    elif dep in self.waits.get(qid, ()):
                         continue  # the same query read twice in one group (two of its parts)
                     elif (cycle := self._cycle_path(dep, qid)) is not None:
                         self._unblock(frame)
@@ -172,14 +194,39 @@ class Demand(Execute):
                     other.readers.append(frame)
                     self.waits.setdefault(qid, set()).add(dep)
                     frame.blocked += 1
+                if probe is not None:
+                    frame.probing = True
+                    other = Frame(probe, self.memos.get(probe))
+                    frames[probe] = other
+                    self.ready.append(other)
+                    other.readers.append(frame)
+                    self.waits.setdefault(qid, set()).add(probe)
+                    frame.blocked += 1
                 if frame.blocked:
                     return  # resumed when the last of them settles
             reason = first_changed_read(group, self.hasher.hash, self._hash_now, parts_of=self._parts_of)
             if reason is not None:
                 return self._run(frame, reason)
             frame.group += 1
+            frame.probing = False
         self.green[qid] = memo.hash
         self._settle(frame, memo.hash)
+
+    def _wait_for_gates(self, frame: Frame, gates: list[str]) -> bool:
+        """Make `frame` wait for the gates it or a read of it lies behind, if each is being
+        settled already: waiting starts nothing a clean build would not. False if one is not."""
+        others = [self.frames.get(g) for g in gates]
+        if any(o is None or o.result is not None or o.error is not None for o in others):
+            return False
+        waiting = self.waits.setdefault(frame.qid, set())
+        new = [o for o in others if o is not None and o.qid not in waiting]
+        if any(self._cycle_path(o.qid, frame.qid) is not None for o in new):
+            return False
+        for other in new:
+            other.readers.append(frame)
+            waiting.add(other.qid)
+            frame.blocked += 1
+        return True
 
     def _unblock(self, frame: Frame) -> None:
         """Stop waiting for the group's queries (a cycle failed this frame)."""
@@ -252,7 +299,12 @@ class Demand(Execute):
                 found[qid] = self.values[qid]
             else:
                 unknown.append(qid)
-        for qid, blob in self.state.load_values(unknown).items():
+        stored = self.state.load_values(unknown)
+        # a value is decoded by its rule, which a query met only as a recorded read (settled as
+        # recorded, its memo not loaded) names in its memo: those memos are loaded together
+        self.memos.update(self.state.load_memos(
+            [q for q in stored if q not in self.queries and not dict.__contains__(self.memos, q)]))
+        for qid, blob in stored.items():
             if hash_bytes(blob) == self.green.get(qid):
                 query = self._query_for(qid)
                 found[qid] = self.values[qid] = query.rule.decode(blob) if query is not None else decode_value(blob)

@@ -43,10 +43,35 @@ class GraphLoading(BuildState):
         frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
             frontier |= writers
+        # The reach, read backwards through whole reads only. A query that read only a part of
+        # a reached query is behind a gate: whether the change reaches it depends on whether
+        # that part changed, known once the reached query is settled (`gate_open`).
         reached: set[str] = set()
+        gates: dict[str, list[tuple[str, str]]] = {}
         while frontier:
             reached |= frontier
-            frontier = state.readers(frontier) - reached
+            following: set[str] = set()
+            for dep, reader, part in state.reads_of(frontier):
+                if part:
+                    gates.setdefault(dep, []).append((part, reader))
+                else:
+                    following.add(reader)
+            frontier = following - reached
+        self.gate_reads = {q: [(part, r) for part, r in edges if r not in reached] for q, edges in gates.items()}
+        self.gate_reads = {q: edges for q, edges in self.gate_reads.items() if edges}
+        self.open_gates = set(self.gate_reads)
+        # What lies behind each gate, and behind which gates each query lies: such a query is
+        # settled as recorded once all its gates are settled and none let the change through.
+        behind: dict[str, set[str]] = {}
+        for source, edges in self.gate_reads.items():
+            seen = {r for _, r in edges}
+            frontier = set(seen)
+            while frontier:
+                frontier = state.readers(frontier) - reached - seen
+                seen |= frontier
+            for qid in seen:
+                behind.setdefault(qid, set()).add(source)
+        self.behind_gates = behind
         self.reached = reached
         self.memos = _LazyMemos(state)
         self.memos.update(state.load_memos(reached))
@@ -55,12 +80,44 @@ class GraphLoading(BuildState):
             for dep, recorded in flat(self.memos[qid].deps):
                 # a part read recorded the hash of one part, not the value's: the query is
                 # settled from its own memo when it is demanded
-                if dep not in reached and not isinstance(dep, FileRead) and PartHash.part_of(recorded) is None:
+                if (dep not in reached and dep not in behind and not isinstance(dep, FileRead)
+                        and PartHash.part_of(recorded) is None):
                     green[dep] = recorded
         for qid in root_ids:
-            memo = self.memos.get(qid) if qid not in reached else None
+            memo = self.memos.get(qid) if qid not in reached and qid not in behind else None
             if memo is not None:
                 green[qid] = memo.hash
+
+    def gate_open(self, source: str) -> bool:
+        """Whether `source`, a reached query some unreached queries read parts of, is still to
+        be settled. Once it is, the readers of the parts that changed (or all of them, if it
+        failed) and what they reach join the reach; the others are as they were recorded."""
+        if source not in self.open_gates:
+            return False
+        if source not in self.green and source not in self.failed:
+            return True
+        self.open_gates.discard(source)
+        before = self.replaced.get(source)
+        if source in self.failed:
+            through = [r for _, r in self.gate_reads[source]]
+        elif before is None:
+            through = []  # not run: every part is as it was
+        else:
+            now = self.memos[source].parts
+            through = [r for part, r in self.gate_reads[source] if before.parts.get(part) != now.get(part)]
+        assert self.reached is not None
+        frontier = set(through) - self.reached
+        while frontier:
+            self.reached |= frontier
+            self.memos.update(self.state.load_memos(frontier - self.memos.keys()))
+            frontier = self.state.readers(frontier) - self.reached
+        return False
+
+    def behind_open_gate(self, qid: str) -> list[str]:
+        """The gates `qid` lies behind that are not settled yet (none: settled as recorded, unless
+        a change came through one and put it in the reach)."""
+        sources = self.behind_gates.get(qid)
+        return [s for s in sources if self.gate_open(s)] if sources else []
 
     def _import_lock(self) -> None:
         """Take the graph from the lock when it changed under us (a fresh clone, a git pull).

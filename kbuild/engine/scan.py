@@ -14,6 +14,8 @@ class Scan(BuildState):
         large one costs a loop over the edges loaded (after a few changes, only what they reach).
         """
         memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
+        # behind a gate: settled by demand, once the gate is (graphload.py); nothing runs here
+        behind = self.behind_gates.keys() - (self.reached or ())
         file_hash, rules = self.hasher.hash, self.engine.rules
         cursor: dict[str, int] = {}
         first_reason: dict[str, Reason] = {}
@@ -23,6 +25,10 @@ class Scan(BuildState):
             while stack:
                 qid = stack[-1]
                 if qid in green or qid in must_run or qid in unsure:
+                    stack.pop()
+                    continue
+                if qid in behind:
+                    unsure[qid] = Reason.of(Change.DEPENDENCY_OUT_OF_DATE, qid)
                     stack.pop()
                     continue
                 if qid not in cursor:
@@ -49,7 +55,7 @@ class Scan(BuildState):
                         continue
                     now = green.get(dep)
                     if now is None:
-                        if dep in must_run or dep in unsure:
+                        if dep in must_run or dep in unsure or dep in behind:
                             reason = reason or Reason.of(Change.DEPENDENCY_OUT_OF_DATE, dep)
                         elif dep in cursor:  # on the stack: a recorded cycle
                             reason = reason or Reason.of(Change.CYCLE, dep)

@@ -85,12 +85,9 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
 -- The graph read backwards, so a build after a few changes finds what they reach without
 -- loading the graph: who reads each query or file, who writes each output.
-CREATE TABLE IF NOT EXISTS reads (dep TEXT NOT NULL, reader TEXT NOT NULL);
--- The reach looks readers up by dep: an index that holds the reader answers from the index
--- alone, without a look into the table for each row. A state made with the older index on dep
--- alone gets this one.
-DROP INDEX IF EXISTS reads_by_dep;
-CREATE INDEX IF NOT EXISTS reads_by_dep_reader ON reads (dep, reader);
+-- `part` names the part of dep's value a part read read ('' for a whole read), so the reach
+-- can stop where only an unchanged part was read (graphload.py).
+CREATE TABLE IF NOT EXISTS reads (dep TEXT NOT NULL, reader TEXT NOT NULL, part TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS reads_by_reader ON reads (reader);
 CREATE TABLE IF NOT EXISTS writes (path TEXT NOT NULL, writer TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS writes_by_path ON writes (path);
@@ -144,6 +141,15 @@ class State:
                                   "DROP TABLE IF EXISTS reads; DROP TABLE IF EXISTS writes;")
             self.db.execute(f"PRAGMA user_version={STATE_VERSION}")
         self.db.executescript(SCHEMA)
+        if "part" not in {row[1] for row in self.db.execute("PRAGMA table_info(reads)")}:
+            # a state made before reads had parts: its rows read as whole reads, which only makes
+            # the reach larger, never wrong; each query run again records its parts
+            self.db.execute("ALTER TABLE reads ADD COLUMN part TEXT NOT NULL DEFAULT ''")
+        # The reach looks readers up by dep: an index that holds the reader and the part answers
+        # from the index alone, without a look into the table for each row. A state made with an
+        # older index gets this one.
+        self.db.executescript("DROP INDEX IF EXISTS reads_by_dep; DROP INDEX IF EXISTS reads_by_dep_reader; "
+                              "CREATE INDEX IF NOT EXISTS reads_by_dep_reader_part ON reads (dep, reader, part);")
         self.db.execute("BEGIN")
         # Memos saved and not yet written, written together (WRITE_BATCH) before anything reads
         # the database or commits. They are in the open transaction either way (a crash loses
@@ -194,6 +200,12 @@ class State:
         return {r for batch in _batches(deps) for (r,) in
                 self.db.execute(f"SELECT reader FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)}
 
+    def reads_of(self, deps: Iterable[str]) -> list[tuple[str, str, str]]:
+        """Every recorded read of any of `deps`: (dep, reader, part), part '' for a whole read."""
+        self.write_memos()
+        return [row for batch in _batches(deps) for row in self.db.execute(
+            f"SELECT dep, reader, part FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)]
+
     def writers(self, paths: Iterable[str]) -> dict[str, set[str]]:
         """The queries whose memos write each of `paths`."""
         self.write_memos()
@@ -207,8 +219,10 @@ class State:
     def _index(self, memos: list[Memo]) -> None:
         ids = [(m.id,) for m in memos]
         self.db.executemany("DELETE FROM reads WHERE reader=?", ids)
-        self.db.executemany("INSERT INTO reads VALUES (?,?)",
-                            ((d, m.id) for m in memos for d in {d for d, _ in flat(m.deps)}))
+        part_of = PartHash.part_of
+        self.db.executemany("INSERT INTO reads VALUES (?,?,?)",
+                            ((d, m.id, part) for m in memos
+                             for d, part in {(d, part_of(h) or "") for d, h in flat(m.deps)}))
         self.db.executemany("DELETE FROM writes WHERE writer=?", ids)
         self.db.executemany("INSERT INTO writes VALUES (?,?)", ((p, m.id) for m in memos for p in m.outputs))
 
