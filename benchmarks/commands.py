@@ -102,13 +102,13 @@ def git(cwd: Path, *args: str) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def teammate_commit(root: Path, team: Path) -> str:
-    """A teammate's commit on `root`: one source edited, the store built again; its id."""
+def teammate_commit(root: Path, team: Path, kbuild: list[str]) -> str:
+    """A teammate's commit on `root`: one source edited, the store built again by `kbuild`; its id."""
     git(team.parent, "clone", "-q", str(root), str(team))
-    run(KBUILD, team)  # a fresh clone takes the lock in
+    run(kbuild, team)  # a fresh clone takes the lock in
     doc = sorted((team / "docs").glob("*.rst"))[0]
     doc.write_text(doc.read_text() + "\n\nA paragraph a teammate added, which says one more thing.\n")
-    run(KBUILD, team)
+    run(kbuild, team)
     git(team, "commit", "-qam", "one source edited")
     return git(team, "rev-parse", "HEAD")
 
@@ -124,18 +124,25 @@ def measure(facts: int, runs: int, against: str | None = None) -> list[dict[str,
         if shutil.which("ninja"):  # over a copy of the tree: its `touch` must not change kbuild's files
             shutil.copytree(root, Path(tmp) / "tree", symlinks=True)
             ninja = write_ninja(Path(tmp) / "tree")
-        clone = Path(tmp) / "clone"
-        subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
-        base = git(root, "rev-parse", "HEAD")
-        team = teammate_commit(root, Path(tmp) / "team")
         kbuilds = {label: [python, "-m", "kbuild"] for label, python in pythons.items()}
-        # each kbuild its own copy of the store: one's state is not the other's
-        stores = {label: root if not label else Path(tmp) / f"store-{label}" for label in pythons}
+        # Each kbuild has its own copy of the store as it built it, committed, with its own
+        # teammate's commit and its own fresh clone: one's state is not the other's, and another
+        # install's rules may differ (their code is in the fingerprints), so that a store one
+        # built is stale to the other.
+        stores = {label: Path(tmp) / f"store{label}" for label in pythons}
+        clones = {label: Path(tmp) / f"clone{label}" for label in pythons}
+        bases, teams = {}, {}
         for store in stores.values():
             if store != root:
                 shutil.copytree(root, store, symlinks=True)
-        for store in stores.values():
-            git(store, "remote", "add", "team", str(Path(tmp) / "team"))
+        for label, store in stores.items():
+            run(kbuilds[label], store)
+            git(store, "add", "-A")
+            git(store, "commit", "-q", "--allow-empty", "-m", "built by this kbuild")
+            bases[label] = git(store, "rev-parse", "HEAD")
+            git(store.parent, "clone", "-q", str(store), str(clones[label]))
+            teams[label] = teammate_commit(store, Path(tmp) / f"team{label}", kbuilds[label])
+            git(store, "remote", "add", "team", str(Path(tmp) / f"team{label}"))
             git(store, "fetch", "-q", "team")
         time.sleep(2.1)  # past the stat cache's racy window, then settled
         for label, store in stores.items():
@@ -160,11 +167,11 @@ def measure(facts: int, runs: int, against: str | None = None) -> list[dict[str,
                 timed(label + "kbuild status", [*kb, "status"], store, (0, 1))
                 timed(label + "kbuild --help", [*kb, "--help"], store)
                 timed(label + "kbuild --version", [*kb, "--version"], store, (0, 2))
-                shutil.rmtree(clone / ".kbuild", ignore_errors=True)  # as on a CI runner: no state, no cache
-                timed(label + "kbuild check (fresh clone)", [*kb, "check"], clone)
-                git(store, "merge", "-q", "--ff-only", team)
+                shutil.rmtree(clones[label] / ".kbuild", ignore_errors=True)  # as on a CI runner: no state, no cache
+                timed(label + "kbuild check (fresh clone)", [*kb, "check"], clones[label])
+                git(store, "merge", "-q", "--ff-only", teams[label])
                 timed(label + "kbuild after a pull", kb, store)
-                git(store, "reset", "-q", "--hard", base)
+                git(store, "reset", "-q", "--hard", bases[label])
                 run(kb, store)  # built back, untimed
             time.sleep(2.1)  # past the stat cache's racy window, then settled
             for label, kb in kbuilds.items():
