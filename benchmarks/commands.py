@@ -13,7 +13,8 @@ within one run. "after a pull" is `kbuild` right after `git merge` brings a team
 that changed one source and its pages and lock (the merge itself not timed; the store is then
 put back and built untimed for the next run). --against times every kbuild command of the
 row a second time with another Python's kbuild (another install: before a change, say),
-interleaved with the first, as a row of its own.
+interleaved with the first, as a row of its own; each kbuild on a copy of the store it built
+itself, with its own teammate's commit and its own fresh clone.
 """
 from __future__ import annotations
 
