@@ -30,7 +30,7 @@ from .guard import plain_text_failures, unsupported_claims, write_grounded
 from .pages import write_page
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
-from .values import Chunks, ChunkText, Page, Place, Reading, SourceText, Span
+from .values import Chunks, ChunkText, Page, Place, Reading, SourceHeader, SourceText, Span
 
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
@@ -229,6 +229,28 @@ async def chunk_spans(ctx: Context, project: str, source: str) -> dict[str, Any]
             for n, (p, w) in enumerate(zip(places, words))}
 
 
+SOURCE_PART = "source"  # beside one "chunk:SLUG" part per chunk: never a chunk's name
+
+
+@rule(version=1, parts=True)
+async def chunk_places(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """Where each chunk stands ("chunk:SLUG": its Place) and what a fact page shows of the source
+    (SOURCE_PART). Each fact reads its own entries only, so an edit that moves no line loads and
+    checks the fact it changed, not one per chunk of the source."""
+    doc = await ctx.query(chunks(project, source))
+    header = SourceHeader(title=doc.title, original=doc.original, code=doc.code)
+    return {SOURCE_PART: header.model_dump(), **{f"chunk:{p.slug}": p.model_dump() for p in doc.chunks}}
+
+
+async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
+    """A chunk's place and its source's header, read as two parts of chunk_places."""
+    found = await ctx.query_part(chunk_places(project, source), f"chunk:{slug}")
+    if found is None:
+        raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
+    header = await ctx.query_part(chunk_places(project, source), SOURCE_PART)
+    return SourceHeader.model_validate(header), Place.model_validate(found)
+
+
 @rule(version=4, returns=ChunkText)
 async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText:
     """One chunk's words, its headings and what comes just before: all a fact needs. Words only,
@@ -297,12 +319,11 @@ async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> s
     return (await ctx.query(reading(project, source, slug))).summary
 
 
-@model_rule("grounding", version=3, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding"))
+@model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
+            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", place_of))
 async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
-    doc = await ctx.query(chunks(project, source))
-    place = next(c for c in doc.chunks if c.slug == slug)
+    doc, place = await place_of(ctx, project, source, slug)
     c = await ctx.query(chunk(project, source, slug))
     rewritten = await ctx.query(rewrite(project, source, slug))
     path = store.fact(project, source, slug)

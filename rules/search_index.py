@@ -22,7 +22,7 @@ from kbuild.slicing import slice_text
 from kbuild.text.ranking import build_index, defined_abbreviations, tokens
 from kbuild.text.tokens import estimate_tokens
 
-from .facts import chunk, chunk_summary, chunks, fact, rewrite, text
+from .facts import chunk, chunk_summary, chunks, fact, place_of, rewrite, text
 from .sources import project_outline
 
 SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a section: cut at headings, a long one at paragraphs
@@ -95,15 +95,14 @@ async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any
     return {**cuts, ABBREVIATIONS_PART: defined_abbreviations(doc.text)}
 
 
-@rule(version=1, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence),
+@rule(version=2, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of),
       settings=("store",))
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections, each with where it stands (its fact page, its lines of text.md), its
     breadcrumb, its size and its words' counts, and its summary for search; none when the fact
     failed."""
     store = ctx.settings.store
-    doc = await ctx.query(chunks(project, source))
-    place = next(p for p in doc.chunks if p.slug == slug)
+    doc, place = await place_of(ctx, project, source, slug)
     pieces = await ctx.query_part(section_cuts(project, source), f"fact:{slug}") or []
     page, words, rewritten, summary = await ctx.query_all(
         [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),

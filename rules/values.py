@@ -57,6 +57,14 @@ class Chunks(Value):
     chunks: list[Place]
 
 
+class SourceHeader(Value):
+    """What every fact page shows of its source: an entry of chunk_places, beside its Places."""
+
+    title: str
+    original: str
+    code: bool
+
+
 class Span(Value):
     """One chunk's words, the end of the text before it (what references resolve against), and
     the source's title: an entry of chunk_spans, which its chunk query alone reads."""

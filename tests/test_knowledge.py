@@ -171,6 +171,42 @@ def test_a_one_sentence_edit_changes_at_most_two_facts_and_renames_none(tmp_path
     assert_all_links_resolve(tmp_path)
 
 
+def test_a_one_sentence_edit_loads_what_it_reaches_not_every_fact_of_the_document(tmp_path, monkeypatch):
+    """An edit of one sentence reaches its own fact and the source-wide pages, so the queries a
+    build loads and checks must not grow by one per fact of the document: at 2,000 facts that
+    walk is most of the edit's time."""
+    from documents import small_store
+
+    from kbuild.engine.graphload import GraphLoading
+
+    reached: list[int] = []
+    real = GraphLoading._load_reached
+
+    def counting(self: GraphLoading, *args: object) -> None:
+        real(self, *args)
+        assert self.reached is not None
+        reached.append(len(self.reached))
+
+    monkeypatch.setattr(GraphLoading, "_load_reached", counting)
+    sizes = {}
+    for parts in (40, 120):
+        root = tmp_path / str(parts)
+        small_store(root, {"manual.md": "# Manual\n\n" + "".join(  # a standard's shape: chapters of 20 parts
+            (f"## Chapter {n // 20}\n\n" if n % 20 == 0 else "")
+            + f"### Part {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} seconds.\n\n"
+            for n in range(parts))})
+        assert kbuild(root).exit_code == 0
+        facts = len(list((root / "kb/shop/facts/manual").glob("part-*.md")))
+        assert facts >= parts // 2, facts
+        manual = root / "manual.md"
+        manual.write_text(manual.read_text().replace("The limit of part 7 is", "The limit of part 7 was"))
+        reached.clear()
+        assert kbuild(root).exit_code == 0
+        sizes[facts] = reached[-1]
+    (small, at_small), (large, at_large) = sorted(sizes.items())
+    assert at_large - at_small < (large - small) / 2, sizes
+
+
 def test_bad_input_gets_one_clear_line_and_the_rest_is_built(tmp_path, web):
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     docs = tmp_path / "docs"
