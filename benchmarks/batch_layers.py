@@ -23,6 +23,11 @@ from ruamel.yaml import YAML
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from installed import use_installed_kbuild  # noqa: E402
+
+use_installed_kbuild()
 
 from documents import scripted_kbuildfile  # noqa: E402
 from model_replies import faithful_reply  # noqa: E402

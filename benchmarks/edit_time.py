@@ -21,6 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import use_installed_kbuild  # noqa: E402
+
+use_installed_kbuild()
+
 KBUILDFILE = """from pathlib import Path
 from kbuild.rules import knowledge_base
 
