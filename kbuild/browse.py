@@ -9,8 +9,12 @@ from .checks.links import LINK
 
 
 def parent(page: Path, root: Path) -> str | None:
-    """The index above `page` (the folder's own index, or the one above for an index), relative to `root`."""
+    """The index above `page` (the folder's own index, or the one above for an index; for a fact
+    of a source too long for one index, the `index-*.md` page of its group), relative to `root`."""
     above = page.parent / "index.md" if page.name != "index.md" else page.parent.parent / "index.md"
+    if page.name != "index.md" and not page.name.startswith("index-"):
+        above = next((group for group in sorted(page.parent.glob("index-*.md"))
+                      if f"]({page.name})" in group.read_text(encoding="utf-8", errors="replace")), above)
     if above.is_file() and above.resolve().is_relative_to(root):
         return above.resolve().relative_to(root).as_posix()
     return None
@@ -47,4 +51,5 @@ def open_page(path: Path, store: Path, root: Path) -> Page:
     if not page.is_relative_to(store.resolve()) or not page.is_file():
         raise NotAPage(f"{path} is not a page of the store; `kbuild show kb/index.md` starts at the top")
     text = page.read_text(errors="replace")
-    return Page(page.relative_to(root).as_posix(), text, parent(page, root), children(page, text, root))
+    above = parent(page, root)
+    return Page(page.relative_to(root).as_posix(), text, above, [c for c in children(page, text, root) if c != above])

@@ -1,19 +1,19 @@
 """The generated index files: each source's, the artifacts', each project's (with its abstract), the root's.
 
-An index line is a page's one-line summary; an index longer than INDEX_LINES gets another level
-instead of growing.
+An index line is a page's one-line summary; a source of more facts than INDEX_LINES gets another
+level instead of a longer index: a page per group of its facts (`group_index`), each made again
+only when one of its facts changes.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from kbuild.engine import Context, Problem, QueryFailed, rule
-from kbuild.text.slugs import slug, unique
 from kbuild.store.sources import DEFAULT_VIEWS
 from kbuild.store.pages import pages_phrase
 
 from .cutoffs import same_meaning
-from .facts import chunk_summary, chunks, fact
+from .facts import chunk_summary, chunks, fact, place_of
 from .failures import built, complete
 from .guard import plain_text_failures
 from .pages import write_page
@@ -21,59 +21,79 @@ from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
 from .search_index import search_index
 from .search_vectors import search_vectors
-from .summaries import source_summary
-from .values import Made, ProjectIndex, SourceIndex
+from .summaries import fact_groups, group_pages, source_summary
+from .values import GroupIndex, Made, ProjectIndex, SourceIndex
 from .specs import spec_page
 from .views import view_page
 
-INDEX_LINES = 150
-
-
-def unique_names(titles: list[str]) -> list[str]:
-    """A file name for each title, unique among them."""
-    taken: set[str] = set()
-    return [unique(slug(title), taken) for title in titles]
-
-
-@rule(version=2, uses=(complete, built, unique_names, pages_phrase), settings=("store", "label"), returns=SourceIndex)
-async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
-    store = ctx.settings.store
-    doc = await ctx.query(chunks(project, source))
-    slugs = [c.slug for c in doc.chunks]
+@rule(version=1, uses=(complete, built, pages_phrase, place_of, group_pages), settings=("store",), returns=GroupIndex)
+async def group_index(ctx: Context, project: str, source: str, group: int) -> GroupIndex:
+    """A group's lines of its source's index, and its own index page when the source has more
+    facts than one page lists: an edit of one fact makes one group's lines again, not the
+    source's, and rewrites one page of GROUP_FACTS lines."""
+    found = await ctx.query(fact_groups(project, source))
+    if group >= len(found.groups):
+        raise Problem(f"{project}/{source} has no group {group} any more")
+    slugs = found.groups[group].slugs
+    places = [place for _, place in [await place_of(ctx, project, source, s) for s in slugs]]
     got = complete(ctx, await ctx.query_all([*(fact(project, source, s) for s in slugs),
-                                             *(chunk_summary(project, source, s) for s in slugs),
-                                             source_summary(project, source)], return_failures=True))
-    facts, summaries, summary = got[:len(slugs)], got[len(slugs):-1], got[-1]
-    if isinstance(summary, QueryFailed):
-        summary = "(no summary: a part of this source failed; run `kbuild` to see why)"
-    entries = []
-    for c, f, s in zip(doc.chunks, facts, summaries):
+                                             *(chunk_summary(project, source, s) for s in slugs)], return_failures=True))
+    facts, summaries = got[:len(slugs)], got[len(slugs):]
+    lines = []
+    for c, f, s in zip(places, facts, summaries):
         if isinstance(f, QueryFailed) or isinstance(s, QueryFailed):
-            entries.append((c, f"- {c.slug}: not built; run `kbuild` to see why"))
+            lines.append(f"- {c.slug}: not built; run `kbuild` to see why")
             continue
         where = f"lines {c.start}-{c.end}" + pages_phrase(c.pages).replace(",", ";")
         holds = f" {'; '.join(c.covers)}:" if len(c.covers) > 1 else ""  # each heading it holds, for search
-        entries.append((c, f"- [{c.slug}]({c.slug}.md) ({where}):{holds} {s}"))
+        lines.append(f"- [{c.slug}]({c.slug}.md) ({where}):{holds} {s}")
+    section = found.groups[group].section
+    page, names = None, group_pages(found)
+    if names is not None:  # another level: this group's own page
+        path = ctx.settings.store.source_part_index(project, source, names[group])
+        page = Path(path).name
+        nth = sum(g.section == section for g in found.groups[:group])
+        title = section if section == found.title else f"{found.title} › {section}"
+        write_page(ctx, path,
+                   f"# {title}{f' ({nth + 1})' if nth else ''}\n\nBack to [the source's index](index.md).\n\n"
+                   + "\n".join(lines) + "\n")
+    return GroupIndex(section=section, lines=lines, facts=built(facts), page=page)
+
+
+@rule(version=3, uses=(complete,), settings=("store", "label"), returns=SourceIndex)
+async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
+    """The source's index page: its summary, then a line per fact or, for a source with more
+    facts than INDEX_LINES, a line per section linking to its groups' pages."""
+    store = ctx.settings.store
+    doc = await ctx.query(chunks(project, source))
+    found = await ctx.query(fact_groups(project, source))
+    got = complete(ctx, await ctx.query_all([*(group_index(project, source, n) for n in range(len(found.groups))),
+                                             source_summary(project, source)], return_failures=True))
+    groups, summary = got[:-1], got[-1]
+    if isinstance(summary, QueryFailed):
+        summary = "(no summary: a part of this source failed; run `kbuild` to see why)"
     links = ["- [text.md](text.md): the whole source as text, no model involved"]
     if doc.pages:
         links.append("- [pages/](pages/index.md): each page as an image")
     if doc.figures:
         links.append("- [figures/](figures/index.md): tables and figures cut from the pages")
-    head = (f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
-            f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links) + "\n\n## Facts, in source order\n\n")
-    if len(entries) <= INDEX_LINES:
-        write_page(ctx, store.source_index(project, source), head + "\n".join(e for _, e in entries) + "\n")
-    else:  # another level: one sub-index per top-level section
-        groups: dict[str, list[str]] = {}
-        for c, line in entries:
-            groups.setdefault(c.headings[0] if c.headings else doc.title, []).append(line)
-        lines = []
-        for (group, group_lines), name in zip(groups.items(), unique_names(list(groups))):
-            write_page(ctx, store.source_part_index(project, source, name), f"# {doc.title} › {group}\n\nBack to [the source's index]"
-                      f"(index.md).\n\n" + "\n".join(group_lines) + "\n")
-            lines.append(f"- [{group}](index-{name}.md): {len(group_lines)} facts")
-        write_page(ctx, store.source_index(project, source), head + "\n".join(lines) + "\n")
-    return SourceIndex(title=doc.title, summary=summary, facts=built(facts))
+    if any(isinstance(g, GroupIndex) and g.page for g in groups):  # a line per section, to its groups' pages
+        by_section: dict[str, list[str]] = {}
+        for made, planned in zip(groups, found.groups):
+            by_section.setdefault(planned.section, []).append(
+                f"{len(planned.slugs)} facts not built; run `kbuild` to see why" if isinstance(made, QueryFailed)
+                else f"[{len(made.lines)} {'fact' if len(made.lines) == 1 else 'facts'}]({made.page})")
+        entries = [f"- {section}: {', '.join(pages)}" for section, pages in by_section.items()]
+    else:
+        entries = [line for made, planned in zip(groups, found.groups)
+                   for line in ([f"- {planned.section}: {len(planned.slugs)} facts not built; run `kbuild` to see why"]
+                                if isinstance(made, QueryFailed) else made.lines)]
+    write_page(ctx, store.source_index(project, source),
+               f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
+               f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links)
+               + "\n\n## Facts, in source order\n\n" + "\n".join(entries) + "\n")
+    return SourceIndex(title=doc.title, summary=summary,
+                       facts=sum(g.facts for g in groups if not isinstance(g, QueryFailed)))
 
 
 @model_rule("abstract", version=1, uses=(complete, plain_text_failures), cutoff=same_meaning)

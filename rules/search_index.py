@@ -13,7 +13,6 @@ import json
 import re
 from bisect import bisect_left
 from collections import Counter
-from dataclasses import replace
 from importlib.metadata import version
 from typing import Any
 
@@ -24,6 +23,7 @@ from kbuild.text.tokens import estimate_tokens
 
 from .facts import chunk, chunk_summary, chunks, fact, place_of, rewrite, text
 from .sources import project_outline
+from .summaries import fact_groups, group_pages
 
 SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a section: cut at headings, a long one at paragraphs
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
@@ -64,7 +64,7 @@ def first_sentence(words: str, limit: int = 160) -> str:
 ABBREVIATIONS_PART = "abbreviations"  # beside one "fact:SLUG" part per fact: never a fact's name
 
 
-@rule(version=1, uses=("kbuild.slicing", _plain), parts=True)
+@rule(version=2, uses=("kbuild.slicing", _plain), parts=True)
 async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """Where a source's sections stand: its text cut at headings (a long section at paragraphs),
     each part cut again where a fact ends, so a section stays within its fact; one part of this
@@ -83,14 +83,14 @@ async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any
         for place in itertools.islice(places, bisect_left(ends, part.start), None):
             if place.start > part.end:
                 break
-            piece = replace(part, start=max(part.start, place.start), end=min(part.end, place.end))
-            if piece.end < part.end:  # cut short: name only the headings it still holds
-                held = {_plain(line) for line in lines[piece.start - 1:piece.end]}
-                piece = replace(piece, covers=tuple(c for n, c in enumerate(part.covers) if not n or c.lower() in held))
+            start, end = max(part.start, place.start), min(part.end, place.end)
+            headings, covers = list(part.headings), list(part.covers)
+            if end < part.end:  # cut short: name only the headings it still holds
+                held = {_plain(line) for line in lines[start - 1:end]}
+                covers = [c for n, c in enumerate(covers) if not n or c.lower() in held]
             if not first:  # the part goes on into the next fact, under that fact's headings
-                piece = replace(piece, headings=tuple(place.headings), covers=tuple(place.covers[:1]), continued=True)
-            cuts[f"fact:{place.slug}"].append({"start": piece.start, "end": piece.end, "headings": list(piece.headings),
-                                                "covers": list(piece.covers)})
+                headings, covers = list(place.headings), list(place.covers[:1])
+            cuts[f"fact:{place.slug}"].append({"start": start, "end": end, "headings": headings, "covers": covers})
             first = False
     return {**cuts, ABBREVIATIONS_PART: defined_abbreviations(doc.text)}
 
@@ -149,17 +149,23 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
     return {"sections": sections, "summary": found}
 
 
-@rule(version=2, settings=("store",))
+@rule(version=3, uses=(group_pages,), settings=("store",))
 async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """A source's sections in the order of its text, then its facts' summaries."""
+    """A source's sections in the order of its text, then its facts' summaries, each with the
+    index page that lists its fact."""
     store = ctx.settings.store
     doc = await ctx.query(chunks(project, source))
+    groups = await ctx.query(fact_groups(project, source))
+    source_index = store.source_index(project, source)
+    index_of: dict[str, str] = {}  # a fact's slug -> the page that lists it, when that is not the source's index
+    for group, name in zip(groups.groups, group_pages(groups) or []):
+        index_of |= dict.fromkeys(group.slugs, store.source_part_index(project, source, name))
     abbreviations = await ctx.query_part(section_cuts(project, source), ABBREVIATIONS_PART) or {}
     got = await ctx.query_all([fact_sections(project, source, p.slug) for p in doc.chunks], return_failures=True)
-    made = [g for g in got if not isinstance(g, QueryFailed)]
-    sections = [s for g in made for s in g["sections"]] + [g["summary"] for g in made if g["summary"]]
-    return {"title": doc.title, "source_index": store.source_index(project, source),
-            "abbreviations": abbreviations, "sections": sections}
+    made = [(index_of.get(p.slug, source_index), g) for p, g in zip(doc.chunks, got) if not isinstance(g, QueryFailed)]
+    sections = ([{**s, "source_index": index} for index, g in made for s in g["sections"]]
+                + [{**g["summary"], "source_index": index} for index, g in made if g["summary"]])
+    return {"title": doc.title, "abbreviations": abbreviations, "sections": sections}
 
 
 def index_folder(store: Any, project: str) -> str:
@@ -173,7 +179,7 @@ def render_sections(docs: list[dict[str, Any]], abbreviations: dict[str, str]) -
             + ",\n".join(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in docs) + "\n]}\n")
 
 
-@rule(version=1, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
+@rule(version=2, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
       params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
@@ -187,7 +193,7 @@ async def search_index(ctx: Context, project: str) -> int:
         abbreviations.update(found["abbreviations"])
         for section in found["sections"]:
             counts.append(section["counts"] or {"_": 1})
-            docs.append({k: v for k, v in section.items() if k != "counts"} | {"source_index": found["source_index"]})
+            docs.append({k: v for k, v in section.items() if k != "counts"})
     folder = index_folder(ctx.settings.store, project)
     ctx.write(f"{folder}/sections.json", render_sections(docs, abbreviations))
     if docs:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.text.slugs import slug, unique
 
 from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks
@@ -17,6 +18,17 @@ from .settings import model_rule
 from .values import FactGroups, Group
 
 GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
+INDEX_LINES = 150  # facts one source index lists; a longer source's index links a page per group
+
+
+def group_pages(found: FactGroups) -> list[str] | None:
+    """The name of each group's own index page (`Layout.source_part_index`), from its section
+    and unique among them (a section's second group is SECTION-2), when the source has more
+    facts than one index lists; else None."""
+    if sum(len(g.slugs) for g in found.groups) <= INDEX_LINES:
+        return None
+    taken: set[str] = set()
+    return [unique(slug(g.section), taken) for g in found.groups]
 
 
 def summaries_or_fail(values: list[Any], where: str) -> list[str]:

@@ -85,7 +85,7 @@ class Store:
         return join(self.facts_dir(project, source), "figures", "index.md")
 
     def source_part_index(self, project: str, source: str, part: str) -> str:
-        """The index of one top-level section of a source too long for one index."""
+        """The index of one group of facts of a source too long for one index."""
         return join(self.facts_dir(project, source), f"index-{part}.md")
 
     def views_index(self, project: str) -> str:
