@@ -229,26 +229,22 @@ async def chunk_spans(ctx: Context, project: str, source: str) -> dict[str, Any]
             for n, (p, w) in enumerate(zip(places, words))}
 
 
-SOURCE_PART = "source"  # beside one "chunk:SLUG" part per chunk: never a chunk's name
-
-
 @rule(version=1, parts=True)
 async def chunk_places(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """Where each chunk stands ("chunk:SLUG": its Place) and what a fact page shows of the source
-    (SOURCE_PART). Each fact reads its own entries only, so an edit that moves no line loads and
-    checks the fact it changed, not one per chunk of the source."""
+    """Where each chunk stands, with what a fact page shows of its source: one part per chunk
+    ("chunk:SLUG"), which its fact reads alone, so an edit that moves no line loads and checks
+    the fact it changed, not one per chunk of the source."""
     doc = await ctx.query(chunks(project, source))
-    header = SourceHeader(title=doc.title, original=doc.original, code=doc.code)
-    return {SOURCE_PART: header.model_dump(), **{f"chunk:{p.slug}": p.model_dump() for p in doc.chunks}}
+    header = SourceHeader(title=doc.title, original=doc.original, code=doc.code).model_dump()
+    return {f"chunk:{p.slug}": {"place": p.model_dump(), "source": header} for p in doc.chunks}
 
 
 async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
-    """A chunk's place and its source's header, read as two parts of chunk_places."""
+    """A chunk's place and its source's header: one part of chunk_places."""
     found = await ctx.query_part(chunk_places(project, source), f"chunk:{slug}")
     if found is None:
         raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
-    header = await ctx.query_part(chunk_places(project, source), SOURCE_PART)
-    return SourceHeader.model_validate(header), Place.model_validate(found)
+    return SourceHeader.model_validate(found["source"]), Place.model_validate(found["place"])
 
 
 @rule(version=4, returns=ChunkText)
