@@ -58,7 +58,8 @@ class Chunks(Value):
 
 
 class SourceHeader(Value):
-    """What every fact page shows of its source: an entry of chunk_places, beside its Places."""
+    """What every fact page shows of its source: held in each part of chunk_places, beside the
+    chunk's Place."""
 
     title: str
     original: str
