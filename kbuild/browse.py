@@ -14,7 +14,8 @@ def parent(page: Path, root: Path) -> str | None:
     above = page.parent / "index.md" if page.name != "index.md" else page.parent.parent / "index.md"
     if page.name != "index.md" and not page.name.startswith("index-"):
         above = next((group for group in sorted(page.parent.glob("index-*.md"))
-                      if f"]({page.name})" in group.read_text(encoding="utf-8", errors="replace")), above)
+                      if page.name in (t.split("#")[0] for t in LINK.findall(group.read_text(errors="replace")))),
+                     above)
     if above.is_file() and above.resolve().is_relative_to(root):
         return above.resolve().relative_to(root).as_posix()
     return None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kbuild.engine import Context, Problem, QueryFailed, rule
 from kbuild.store.sources import DEFAULT_VIEWS
+from kbuild.store.layout import link
 from kbuild.store.pages import pages_phrase
 
 from .cutoffs import same_meaning
@@ -26,7 +27,7 @@ from .values import GroupIndex, Made, ProjectIndex, SourceIndex
 from .specs import spec_page
 from .views import view_page
 
-@rule(version=1, uses=(complete, built, pages_phrase, group_pages), settings=("store",), returns=GroupIndex)
+@rule(version=2, uses=(complete, built, pages_phrase, group_pages), settings=("store",), returns=GroupIndex)
 async def group_index(ctx: Context, project: str, source: str, group: int) -> GroupIndex:
     """A group's lines of its source's index, and its own index page when the source has more
     facts than one page lists: an edit of one fact makes one group's lines again, not the
@@ -51,20 +52,18 @@ async def group_index(ctx: Context, project: str, source: str, group: int) -> Gr
         where = f"lines {c.start}-{c.end}" + pages_phrase(c.pages).replace(",", ";")
         holds = f" {'; '.join(c.covers)}:" if len(c.covers) > 1 else ""  # each heading it holds, for search
         lines.append(f"- [{c.slug}]({c.slug}.md) ({where}):{holds} {s}")
-    section = found.groups[group].section
-    page, names = None, group_pages(found)
+    names = group_pages(found)
     if names is not None:  # another level: this group's own page
-        path = ctx.settings.store.source_part_index(project, source, names[group])
-        page = Path(path).name
+        section = found.groups[group].section
         nth = sum(g.section == section for g in found.groups[:group])
         title = section if section == found.title else f"{found.title} › {section}"
-        write_page(ctx, path,
+        write_page(ctx, ctx.settings.store.source_part_index(project, source, names[group]),
                    f"# {title}{f' ({nth + 1})' if nth else ''}\n\nBack to [the source's index](index.md).\n\n"
                    + "\n".join(lines) + "\n")
-    return GroupIndex(section=section, lines=lines, facts=built(facts), page=page)
+    return GroupIndex(lines=lines, facts=built(facts))
 
 
-@rule(version=3, uses=(complete,), settings=("store", "label"), returns=SourceIndex)
+@rule(version=4, uses=(complete, group_pages), settings=("store", "label"), returns=SourceIndex)
 async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
     """The source's index page: its summary, then a line per fact or, for a source with more
     facts than INDEX_LINES, a line per section linking to its groups' pages."""
@@ -81,18 +80,20 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
         links.append("- [pages/](pages/index.md): each page as an image")
     if doc.figures:
         links.append("- [figures/](figures/index.md): tables and figures cut from the pages")
-    if any(isinstance(g, GroupIndex) and g.page for g in groups):  # a line per section, to its groups' pages
-        by_section: dict[str, list[str]] = {}
-        for made, planned in zip(groups, found.groups):
-            by_section.setdefault(planned.section, []).append(
-                f"{len(planned.slugs)} facts not built; run `kbuild` to see why" if isinstance(made, QueryFailed)
-                else f"[{len(made.lines)} {'fact' if len(made.lines) == 1 else 'facts'}]({made.page})")
-        entries = [f"- {section}: {', '.join(pages)}" for section, pages in by_section.items()]
-    else:
-        entries = [line for made, planned in zip(groups, found.groups)
-                   for line in ([f"- {planned.section}: {len(planned.slugs)} facts not built; run `kbuild` to see why"]
-                                if isinstance(made, QueryFailed) else made.lines)]
-    write_page(ctx, store.source_index(project, source),
+    path, names = store.source_index(project, source), group_pages(found)
+    entries: list[str] = []
+    by_section: dict[str, list[str]] = {}  # with group pages: a section -> a link to each of its groups' pages
+    for n, (made, planned) in enumerate(zip(groups, found.groups)):
+        not_built = f"{len(planned.slugs)} facts not built; run `kbuild` to see why"
+        if names is None:
+            entries += [f"- {planned.section}: {not_built}"] if isinstance(made, QueryFailed) else made.lines
+            continue
+        page = link(path, store.source_part_index(project, source, names[n]))
+        by_section.setdefault(planned.section, []).append(
+            not_built if isinstance(made, QueryFailed)
+            else f"[{len(made.lines)} {'fact' if len(made.lines) == 1 else 'facts'}]({page})")
+    entries += [f"- {section}: {', '.join(pages)}" for section, pages in by_section.items()]
+    write_page(ctx, path,
                f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
                f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links)
                + "\n\n## Facts, in source order\n\n" + "\n".join(entries) + "\n")

@@ -110,13 +110,10 @@ class FactGroups(Value):
 
 
 class GroupIndex(Value):
-    """One fact group's part of its source's index: a line per fact, and the page they stand on
-    when the source is too long for one index page (its file name in the source's folder)."""
+    """One fact group's part of its source's index: a line per fact."""
 
-    section: str
     lines: list[str]
     facts: int  # how many of its facts were built
-    page: str | None
 
 
 class SourceIndex(Value):

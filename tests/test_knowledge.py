@@ -172,6 +172,14 @@ def test_a_one_sentence_edit_changes_at_most_two_facts_and_renames_none(tmp_path
     assert_all_links_resolve(tmp_path)
 
 
+def chaptered_manual(parts: int) -> str:
+    """A standard's shape: chapters of 20 short parts, one fact each with small facts."""
+    return "# Manual\n\n" + "".join(
+        (f"## Chapter {n // 20}\n\n" if n % 20 == 0 else "")
+        + f"### Part {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} seconds.\n\n"
+        for n in range(parts))
+
+
 def test_a_one_sentence_edit_loads_what_it_reaches_not_every_fact_of_the_document(tmp_path, monkeypatch):
     """An edit of one sentence reaches its own fact and the source-wide pages, so the queries a
     build loads and checks must not grow by one per fact of the document (at 2,000 facts it
@@ -192,10 +200,7 @@ def test_a_one_sentence_edit_loads_what_it_reaches_not_every_fact_of_the_documen
     sizes = {}
     for parts in (40, 120):
         root = tmp_path / str(parts)
-        small_store(root, {"manual.md": "# Manual\n\n" + "".join(  # a standard's shape: chapters of 20 parts
-            (f"## Chapter {n // 20}\n\n" if n % 20 == 0 else "")
-            + f"### Part {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} seconds.\n\n"
-            for n in range(parts))})
+        small_store(root, {"manual.md": chaptered_manual(parts)})
         assert kbuild(root).exit_code == 0
         facts = len(list((root / "kb/shop/facts/manual").glob("part-*.md")))
         assert facts >= parts // 2, facts
@@ -215,10 +220,7 @@ def test_a_long_source_s_index_links_a_page_per_section_part_and_an_edit_rewrite
     from documents import small_store
 
     chapters = 9
-    small_store(tmp_path, {"manual.md": "# Manual\n\n" + "".join(
-        (f"## Chapter {n // 20}\n\n" if n % 20 == 0 else "")
-        + f"### Part {n}\n\nThe limit of part {n} is {n + 3} items. Each item waits {n % 7 + 1} seconds.\n\n"
-        for n in range(20 * chapters))})
+    small_store(tmp_path, {"manual.md": chaptered_manual(20 * chapters)})
     assert kbuild(tmp_path).exit_code == 0
     folder = tmp_path / "kb/shop/facts/manual"
     facts = [p for p in folder.glob("*.md") if not p.name.startswith(("index", "text"))]
