@@ -23,56 +23,75 @@ from .sources import listing, problem, project_outline, raw
 from .search_index import search_index
 from .search_vectors import search_vectors
 from .summaries import fact_groups, group_pages, source_summary
-from .values import GroupIndex, Made, ProjectIndex, SourceIndex
+from .values import Made, Place, ProjectIndex, SourceIndex
 from .specs import spec_page
 from .views import view_page
 
-@rule(version=2, uses=(complete, built, pages_phrase, group_pages), settings=("store",), returns=GroupIndex)
-async def group_index(ctx: Context, project: str, source: str, group: int) -> GroupIndex:
-    """A group's lines of its source's index, and its own index page when the source has more
-    facts than one page lists: an edit of one fact makes one group's lines again, not the
-    source's, and rewrites one page of GROUP_FACTS lines."""
-    found = await ctx.query(fact_groups(project, source))
-    if group >= len(found.groups):
-        raise Problem(f"{project}/{source} has no group {group} any more")
-    slugs = found.groups[group].slugs
-    # The whole cut, not each fact's place (a part read each, which cost a cold build of 5,000
-    # facts 15%): this query is in every edit's reach anyway, as it reads all of fact_groups;
-    # lines added run every group's again, each cut off unless its own lines moved.
-    wanted = set(slugs)
-    places = [c for c in (await ctx.query(chunks(project, source))).chunks if c.slug in wanted]
+
+async def lines_of(ctx: Context, project: str, source: str, places: list[Place]) -> tuple[list[str], int]:
+    """A source index's line for each of these facts (where it stands, each heading it holds and
+    its summary), and how many of them were built."""
+    slugs = [c.slug for c in places]
     got = complete(ctx, await ctx.query_all([*(fact(project, source, s) for s in slugs),
                                              *(chunk_summary(project, source, s) for s in slugs)], return_failures=True))
-    facts, summaries = got[:len(slugs)], got[len(slugs):]
     lines = []
-    for c, f, s in zip(places, facts, summaries):
+    for c, f, s in zip(places, got[:len(slugs)], got[len(slugs):]):
         if isinstance(f, QueryFailed) or isinstance(s, QueryFailed):
             lines.append(f"- {c.slug}: not built; run `kbuild` to see why")
             continue
         where = f"lines {c.start}-{c.end}" + pages_phrase(c.pages).replace(",", ";")
         holds = f" {'; '.join(c.covers)}:" if len(c.covers) > 1 else ""  # each heading it holds, for search
         lines.append(f"- [{c.slug}]({c.slug}.md) ({where}):{holds} {s}")
+    return lines, built(got[:len(slugs)])
+
+
+@rule(version=3, uses=(complete, built, pages_phrase, lines_of, group_pages), settings=("store",))
+async def group_index(ctx: Context, project: str, source: str, group: int) -> int:
+    """The index page of one group of the facts of a source too long for one index (group_pages),
+    and how many of its facts were built: an edit of one fact rewrites one page of GROUP_FACTS
+    lines, and the source's index reads a value per group, not two per fact."""
+    found = await ctx.query(fact_groups(project, source))
     names = group_pages(found)
-    if names is not None:  # another level: this group's own page
-        section = found.groups[group].section
-        nth = sum(g.section == section for g in found.groups[:group])
-        title = section if section == found.title else f"{found.title} › {section}"
-        write_page(ctx, ctx.settings.store.source_part_index(project, source, names[group]),
-                   f"# {title}{f' ({nth + 1})' if nth else ''}\n\nBack to [the source's index](index.md).\n\n"
-                   + "\n".join(lines) + "\n")
-    return GroupIndex(lines=lines, facts=built(facts))
+    if names is None or group >= len(found.groups):
+        raise Problem(f"{project}/{source} has no group page {group} any more")
+    # The whole cut, not each fact's place (a part read each, which cost a cold build of 5,000
+    # facts 15%): this query is in every edit's reach anyway, as it reads all of fact_groups;
+    # lines added run every group's again, each cut off unless its own lines moved.
+    wanted = set(found.groups[group].slugs)
+    lines, made = await lines_of(ctx, project, source,
+                                 [c for c in (await ctx.query(chunks(project, source))).chunks if c.slug in wanted])
+    section = found.groups[group].section
+    nth = sum(g.section == section for g in found.groups[:group])
+    title = section if section == found.title else f"{found.title} › {section}"
+    write_page(ctx, ctx.settings.store.source_part_index(project, source, names[group]),
+               f"# {title}{f' ({nth + 1})' if nth else ''}\n\nBack to [the source's index](index.md).\n\n"
+               + "\n".join(lines) + "\n")
+    return made
 
 
-@rule(version=4, uses=(complete, group_pages), settings=("store", "label"), returns=SourceIndex)
+@rule(version=4, uses=(complete, built, pages_phrase, lines_of, group_pages), settings=("store", "label"),
+      returns=SourceIndex)
 async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
     """The source's index page: its summary, then a line per fact or, for a source with more
-    facts than INDEX_LINES, a line per section linking to its groups' pages."""
+    facts than INDEX_LINES, a line per section linking to its groups' pages (group_index)."""
     store = ctx.settings.store
     doc = await ctx.query(chunks(project, source))
     found = await ctx.query(fact_groups(project, source))
-    got = complete(ctx, await ctx.query_all([*(group_index(project, source, n) for n in range(len(found.groups))),
-                                             source_summary(project, source)], return_failures=True))
-    groups, summary = got[:-1], got[-1]
+    path, names = store.source_index(project, source), group_pages(found)
+    if names is None:  # one page: it reads its facts itself, and has no query per group in the lock
+        entries, made = await lines_of(ctx, project, source, doc.chunks)
+        (summary,) = complete(ctx, await ctx.query_all([source_summary(project, source)], return_failures=True))
+    else:
+        got = complete(ctx, await ctx.query_all([*(group_index(project, source, n) for n in range(len(names))),
+                                                 source_summary(project, source)], return_failures=True))
+        by_section: dict[str, list[str]] = {}  # a section -> a link to each of its groups' pages
+        for name, built_facts, planned in zip(names, got, found.groups):
+            facts, page = len(planned.slugs), link(path, store.source_part_index(project, source, name))
+            by_section.setdefault(planned.section, []).append(
+                f"{facts} facts not built; run `kbuild` to see why" if isinstance(built_facts, QueryFailed)
+                else f"[{facts} {'fact' if facts == 1 else 'facts'}]({page})")
+        entries = [f"- {section}: {', '.join(pages)}" for section, pages in by_section.items()]
+        made, summary = sum(n for n in got[:-1] if not isinstance(n, QueryFailed)), got[-1]
     if isinstance(summary, QueryFailed):
         summary = "(no summary: a part of this source failed; run `kbuild` to see why)"
     links = ["- [text.md](text.md): the whole source as text, no model involved"]
@@ -80,25 +99,11 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
         links.append("- [pages/](pages/index.md): each page as an image")
     if doc.figures:
         links.append("- [figures/](figures/index.md): tables and figures cut from the pages")
-    path, names = store.source_index(project, source), group_pages(found)
-    entries: list[str] = []
-    by_section: dict[str, list[str]] = {}  # with group pages: a section -> a link to each of its groups' pages
-    for n, (made, planned) in enumerate(zip(groups, found.groups)):
-        not_built = f"{len(planned.slugs)} facts not built; run `kbuild` to see why"
-        if names is None:
-            entries += [f"- {planned.section}: {not_built}"] if isinstance(made, QueryFailed) else made.lines
-            continue
-        page = link(path, store.source_part_index(project, source, names[n]))
-        by_section.setdefault(planned.section, []).append(
-            not_built if isinstance(made, QueryFailed)
-            else f"[{len(made.lines)} {'fact' if len(made.lines) == 1 else 'facts'}]({page})")
-    entries += [f"- {section}: {', '.join(pages)}" for section, pages in by_section.items()]
     write_page(ctx, path,
                f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
                f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links)
                + "\n\n## Facts, in source order\n\n" + "\n".join(entries) + "\n")
-    return SourceIndex(title=doc.title, summary=summary,
-                       facts=sum(g.facts for g in groups if not isinstance(g, QueryFailed)))
+    return SourceIndex(title=doc.title, summary=summary, facts=made)
 
 
 @model_rule("abstract", version=1, uses=(complete, plain_text_failures), cutoff=same_meaning)

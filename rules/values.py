@@ -109,13 +109,6 @@ class FactGroups(Value):
     groups: list[Group]
 
 
-class GroupIndex(Value):
-    """One fact group's part of its source's index: a line per fact."""
-
-    lines: list[str]
-    facts: int  # how many of its facts were built
-
-
 class SourceIndex(Value):
     title: str
     summary: str
