@@ -116,7 +116,7 @@ class LockFiles:
             memos = read_lock(file)
             for qid in memos:
                 other = seen.setdefault(qid, file)
-                if other != file:
+                if other is not file:  # the same object unless in two files: Path's == is slow
                     raise LockError(f"{self.name(file)} and {self.name(other)} both have the entry {qid}; "
                                     "take the lock from one commit and run `kbuild`")
             yield file, memos

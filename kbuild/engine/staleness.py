@@ -60,17 +60,20 @@ def _inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None) ->
         memo = memos.get(dep)
         return None if memo is None else memo.parts
 
-    readers: dict[str, list[str]] = {}
     for qid, memo in memos.items():
         reason = (outside_reads(memo, rules, sources, file_hash)
                   or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status", parts_of))
         if reason:
             causes[qid] = reason
+    stale = {qid: (reason, qid) for qid, reason in causes.items()}
+    # Who reads whom, only when something changed: a check that passes (most) skips 173k reads
+    # at 4,000 facts.
+    readers: dict[str, list[str]] = {}
+    for qid, memo in memos.items() if causes else ():
         for group in memo.deps:
             for dep, _ in group:
                 if not isinstance(dep, FileRead):
                     readers.setdefault(dep, []).append(qid)
-    stale = {qid: (reason, qid) for qid, reason in causes.items()}
     frontier = sorted(causes)
     while frontier:  # breadth first, so each query names the nearest stale query it reads
         nxt = []

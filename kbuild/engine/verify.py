@@ -124,7 +124,10 @@ def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[st
         now = query_hash(dep)
         if now == recorded:  # a whole read that holds, most reads: no part to look for
             continue
-        parts = parts_of(dep) if parts_of is not None and PartHash.part_of(recorded) is not None else None
+        digest, mark, part = recorded.partition(PartHash.MARK)
+        parts = parts_of(dep) if mark and parts_of is not None else None
+        if parts is not None and now is not None and now != FAILED and parts.get(part, ABSENT) == digest:
+            continue  # a part read that holds, spelled out: read_changed's answer without its strings
         reason = read_changed(dep, recorded, now, voice, parts)
         if reason is not None:
             return reason
