@@ -22,8 +22,8 @@ from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
 from .search_index import search_index
 from .search_vectors import search_vectors
-from .summaries import fact_groups, group_pages, source_summary
-from .values import Made, Place, ProjectIndex, SourceIndex
+from .summaries import fact_groups, group_of, group_pages, group_places, heading_of, source_summary
+from .values import GroupPagePart, Made, Place, ProjectIndex, SourceIndex
 from .specs import spec_page
 from .views import view_page
 
@@ -45,26 +45,19 @@ async def lines_of(ctx: Context, project: str, source: str, places: list[Place])
     return lines, built(got[:len(slugs)])
 
 
-@rule(version=3, uses=(complete, built, pages_phrase, lines_of, group_pages), settings=("store",))
+@rule(version=4, uses=(complete, built, pages_phrase, lines_of, group_of, heading_of), settings=("store",))
 async def group_index(ctx: Context, project: str, source: str, group: int) -> int:
     """The index page of one group of the facts of a source too long for one index (group_pages),
     and how many of its facts were built: an edit of one fact rewrites one page of GROUP_FACTS
     lines, and the source's index reads a value per group, not two per fact."""
-    found = await ctx.query(fact_groups(project, source))
-    names = group_pages(found)
-    if names is None or group >= len(found.groups):
+    found = await group_of(ctx, project, source, group)
+    page = await ctx.query_part(group_places(project, source), f"page:{group}")
+    if page is None:
         raise Problem(f"{project}/{source} has no group page {group} any more")
-    # The whole cut, not each fact's place (a part read each, which cost a cold build of 5,000
-    # facts 15%): this query is in every edit's reach anyway, as it reads all of fact_groups;
-    # lines added run every group's again, each cut off unless its own lines moved.
-    wanted = set(found.groups[group].slugs)
-    lines, made = await lines_of(ctx, project, source,
-                                 [c for c in (await ctx.query(chunks(project, source))).chunks if c.slug in wanted])
-    section = found.groups[group].section
-    nth = sum(g.section == section for g in found.groups[:group])
-    title = section if section == found.title else f"{found.title} › {section}"
-    write_page(ctx, ctx.settings.store.source_part_index(project, source, names[group]),
-               f"# {title}{f' ({nth + 1})' if nth else ''}\n\nBack to [the source's index](index.md).\n\n"
+    shown = GroupPagePart.model_validate(page)
+    lines, made = await lines_of(ctx, project, source, shown.places)
+    write_page(ctx, ctx.settings.store.source_part_index(project, source, shown.page),
+               f"# {heading_of(found.title, found.section)}{f' ({shown.nth + 1})' if shown.nth else ''}\n\nBack to [the source's index](index.md).\n\n"
                + "\n".join(lines) + "\n")
     return made
 

@@ -15,7 +15,7 @@ from .facts import chunk_summary, chunks
 from .failures import complete
 from .guard import plain_text_failures
 from .settings import model_rule
-from .values import FactGroups, Group
+from .values import FactGroups, Group, GroupPagePart, GroupPart
 
 GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
 INDEX_LINES = 150  # facts one source index lists; a longer source's index links a page per group
@@ -55,20 +55,49 @@ async def fact_groups(ctx: Context, project: str, source: str) -> FactGroups:
     return FactGroups(title=doc.title, groups=groups)
 
 
+@rule(version=1, uses=(group_pages,), parts=True)
+async def group_places(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """Each group of fact_groups as parts of its own: "group:N" (the source's title, the group's
+    section and slugs) and, for a source with group index pages, "page:N" (GroupPagePart). A
+    query of one group reads its parts alone, so an edit that regroups nothing leaves the other
+    groups' queries as recorded, unread, where a whole read of fact_groups put every one of them
+    and the facts they read in the edit's reach (12,000 queries at 2,000 facts)."""
+    found = await ctx.query(fact_groups(project, source))
+    value = {f"group:{n}": GroupPart(title=found.title, section=g.section, slugs=g.slugs).model_dump()
+             for n, g in enumerate(found.groups)}
+    names = group_pages(found)
+    if names is not None:
+        place = {c.slug: c for c in (await ctx.query(chunks(project, source))).chunks}
+        for n, (g, name) in enumerate(zip(found.groups, names)):
+            nth = sum(other.section == g.section for other in found.groups[:n])
+            value[f"page:{n}"] = GroupPagePart(page=name, nth=nth, places=[place[s] for s in g.slugs]).model_dump()
+    return value
+
+
+async def group_of(ctx: Context, project: str, source: str, group: int) -> GroupPart:
+    """One group of a source's facts: one part of group_places."""
+    found = await ctx.query_part(group_places(project, source), f"group:{group}")
+    if found is None:
+        raise Problem(f"{project}/{source} has no group {group} any more")
+    return GroupPart.model_validate(found)
+
+
+def heading_of(title: str, section: str) -> str:
+    """How a group's pages name it: "Source › Section", or the source's title alone."""
+    return title if section == title else f"{title} › {section}"
+
+
 async def _summarise(ctx: Context, title: str, parts: list[Any], where: str) -> str:
     kept = summaries_or_fail(complete(ctx, parts), where)
     return kept[0] if len(kept) == 1 else await ctx.settings.backend.summarise_source(
         ctx, title, kept, check=lambda text: plain_text_failures(text, "\n".join(kept)))
 
 
-@model_rule("source_summary", version=1, uses=(complete, summaries_or_fail, plain_text_failures, _summarise),
-            cutoff=same_meaning)
+@model_rule("source_summary", version=1, uses=(complete, summaries_or_fail, plain_text_failures, _summarise,
+                                           group_of), cutoff=same_meaning)
 async def group_summary(ctx: Context, project: str, source: str, group: int) -> str:
-    found = await ctx.query(fact_groups(project, source))
-    if group >= len(found.groups):
-        raise Problem(f"{project}/{source} has no group {group} any more")
-    slugs = found.groups[group].slugs
-    parts = await ctx.query_all([chunk_summary(project, source, s) for s in slugs], return_failures=True)
+    found = await group_of(ctx, project, source, group)
+    parts = await ctx.query_all([chunk_summary(project, source, s) for s in found.slugs], return_failures=True)
     return await _summarise(ctx, found.title, parts, f"{project}/{source}")
 
 

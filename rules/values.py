@@ -57,6 +57,24 @@ class Chunks(Value):
     chunks: list[Place]
 
 
+class GroupPart(Value):
+    """One group of fact_groups with the source's title: a part of group_places, which a query
+    of one group reads alone."""
+
+    title: str
+    section: str
+    slugs: list[str]
+
+
+class GroupPagePart(Value):
+    """What a long source's group index page shows: its page's name, which of its section's
+    pages it is (0 for the first), and where its facts stand; a part of group_places."""
+
+    page: str
+    nth: int
+    places: list[Place]
+
+
 class SourceHeader(Value):
     """What every fact page shows of its source: held in each part of chunk_places, beside the
     chunk's Place."""

@@ -24,7 +24,7 @@ from .guard import plain_text_failures, unsupported_claims
 from .pages import write_page
 from .settings import model_rule
 from .sources import listing
-from .summaries import fact_groups
+from .summaries import fact_groups, group_of, heading_of
 from .values import Section, Statement, ViewPage
 
 SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
@@ -43,14 +43,12 @@ def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[Statement]:
     return [Statement(text=facts[n]["sentences"][i], cites=[facts[n]["ref"]]) for n, i in sorted(chosen)]
 
 
-@rule(version=5, uses=("kbuild.topic",))
+@rule(version=5, uses=("kbuild.topic", group_of))
 async def fact_sentences(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
     """The prose passages of each fact of one group of a source, with the headings each sits
     under, which views on request rank, select and cite."""
-    found = await ctx.query(fact_groups(project, source))
-    if group >= len(found.groups):
-        raise Problem(f"{project}/{source} has no group {group} any more")
-    slugs = found.groups[group].slugs
+    found = await group_of(ctx, project, source, group)
+    slugs = found.slugs
     texts = await ctx.query_all([chunk(project, source, s) for s in slugs])
     return {"facts": [{"ref": f"{source}/{slug}", "passages": [
         {"text": p.text, "headings": list(p.headings), "paragraph": p.paragraph}
@@ -65,13 +63,9 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
     return next((v for v in (await ctx.query(listing(project))).views if v.name == view), None)
 
 
-def _title_of(found: Any, section: str) -> str:
-    return found.title if section == found.title else f"{found.title} › {section}"
-
-
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
-            uses=(assemble_section, unsupported_claims, plain_text_failures, _title_of, prose_sentences, "kbuild.checks.grounding",
-                  "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
+            uses=(assemble_section, unsupported_claims, plain_text_failures, group_of, heading_of, prose_sentences,
+                  "kbuild.checks.grounding", "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
     """One section of a view: what one group of a source's facts says to it (for a view on
@@ -83,10 +77,8 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
     statements are grounded against the sentences they cite."""
     request = await ctx.query(view_request(project, view))
     if request is None:
-        found = await ctx.query(fact_groups(origin, source))
-        if group >= len(found.groups):
-            raise Problem(f"{origin}/{source} has no group {group} any more")
-        slugs = found.groups[group].slugs
+        found = await group_of(ctx, origin, source, group)
+        slugs = found.slugs
         # a section cites fact pages: one that failed its checks fails the section, and the
         # view keeps its previous version rather than link to a page that is not there
         await ctx.query_all([fact(origin, source, s) for s in slugs])
@@ -94,7 +86,7 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
         readings = await ctx.query_all([reading(origin, source, s) for s in slugs])
         facts = [{"ref": f"{source}/{slug}", "sentences": prose_sentences(t.text), "picks": r.picks}
                  for slug, t, r in zip(slugs, texts, readings)]
-        return Section(origin=origin, source=source, title=_title_of(found, found.groups[group].section),
+        return Section(origin=origin, source=source, title=heading_of(found.title, found.section),
                        statements=assemble_section(view, facts))
 
     hits = (await ctx.query(view_hits(project, view)))["hits"].get(f"{origin}/{source}", [])
