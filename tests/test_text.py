@@ -53,3 +53,31 @@ def test_ranking_needs_a_shared_word_and_breaks_ties_in_order():
     ranked = rank(documents, "refund requests")
     assert [i for i, _ in ranked] == [2, 0]
     assert rank(documents, "kubernetes") == [] and rank([], "refund") == []
+
+
+def test_the_search_index_is_the_one_bm25s_writes_from_the_same_words(tmp_path):
+    """build_index counts terms in NumPy instead of handing bm25s every token: the files it
+    writes must be the ones bm25s writes itself, byte for byte, so search ranks as before."""
+    import random
+
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    from kbuild.text.ranking import B, INDEX_FILES, K1, SectionIndex, build_index
+
+    rng = random.Random(7)
+    words = [f"w{n}" for n in range(400)]
+    documents = [{w: rng.randint(1, 6) for w in rng.sample(words, rng.randint(1, 40))} for _ in range(300)]
+    documents.append({"_": 1})  # a section with no words, as the search index writes it
+    vocabulary = {term: n for n, term in enumerate(sorted({t for d in documents for t in d}))}
+    stock = bm25s.BM25(k1=K1, b=B)
+    stock.index(Tokenized(ids=[[vocabulary[t] for t in sorted(d) for _ in range(d[t])] for d in documents],
+                          vocab=vocabulary), show_progress=False, leave_progress=False)
+    stock.save(tmp_path / "stock")
+    written = build_index(documents)
+    assert {name: (tmp_path / "stock" / name).read_bytes() for name in INDEX_FILES} == written
+    (tmp_path / "ours").mkdir()
+    for name, data in written.items():
+        (tmp_path / "ours" / name).write_bytes(data)
+    best = SectionIndex(tmp_path / "ours").ranked({"w3": 1.0, "w17": 1.0})
+    assert best and all("w3" in documents[n] or "w17" in documents[n] for n, _, _ in best)
