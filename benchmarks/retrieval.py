@@ -133,18 +133,18 @@ def main(n: int) -> None:
         # kbuild's own path: kb/PROJECT/search-index/ as rules/search_index.py writes it, read
         # as `kbuild search` reads it (sections.json, one section a line, and the bm25s files).
         from kbuild.search import SearchIndex
-        from kbuild.text.ranking import build_index
-        from kbuild.rules.search_index import render_sections
+        from kbuild.text.ranking import build_index, segment
+        from kbuild.rules.search_index import render_sections, section_line
 
         folder = Path(tmp) / "search-index"
         folder.mkdir()
         t = time.perf_counter()
-        for name, data in build_index([dict(Counter(d)) for d in docs]).items():
+        for name, data in build_index([segment([dict(Counter(d)) for d in docs])]).items():
             (folder / name).write_bytes(data)
         sections = [{"kind": "section", "page": f"kb/p/facts/s/f{n // 10}.md", "crumb": ["Title", f"Section {n}"],
                      "line": " ".join(d[:20]), "text": "kb/p/facts/s/text.md", "start": n, "end": n, "tokens": 160,
                      "source_index": "kb/p/facts/s/index.md"} for n, d in enumerate(docs)]
-        (folder / "sections.json").write_text(render_sections(sections, {}))
+        (folder / "sections.json").write_text(render_sections([section_line(s) for s in sections], {}))
         built = time.perf_counter() - t
         t = time.perf_counter()
         index = SearchIndex(folder)

@@ -18,7 +18,7 @@ from typing import Any
 
 from kbuild.engine import Context, QueryFailed, rule
 from kbuild.slicing import slice_text
-from kbuild.text.ranking import build_index, defined_abbreviations, tokens
+from kbuild.text.ranking import build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
 
 from .facts import chunk, chunk_summary, chunks, fact, place_of, rewrite, text
@@ -149,10 +149,17 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
     return {"sections": sections, "summary": found}
 
 
-@rule(version=3, uses=(group_pages,), settings=("store",))
+def section_line(section: dict[str, Any]) -> str:
+    """A section's line of sections.json."""
+    return json.dumps(section, sort_keys=True, ensure_ascii=False)
+
+
+@rule(version=4, uses=(group_pages, section_line, "kbuild.text.ranking"), settings=("store",))
 async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """A source's sections in the order of its text, then its facts' summaries, each with the
-    index page that lists its fact."""
+    index page that lists its fact: each as its line of sections.json ("lines"), and their
+    words' counts as one segment of the index (kbuild.text.ranking.segment). So an edit renders
+    and counts the sections of its source, and the project's index joins what its sources made."""
     store = ctx.settings.store
     doc = await ctx.query(chunks(project, source))
     groups = await ctx.query(fact_groups(project, source))
@@ -165,38 +172,35 @@ async def source_sections(ctx: Context, project: str, source: str) -> dict[str, 
     made = [(index_of.get(p.slug, source_index), g) for p, g in zip(doc.chunks, got) if not isinstance(g, QueryFailed)]
     sections = ([{**s, "source_index": index} for index, g in made for s in g["sections"]]
                 + [{**g["summary"], "source_index": index} for index, g in made if g["summary"]])
-    return {"title": doc.title, "abbreviations": abbreviations, "sections": sections}
+    return {"title": doc.title, "abbreviations": abbreviations,
+            "lines": [section_line({k: v for k, v in s.items() if k != "counts"}) for s in sections],
+            **segment([s["counts"] or {"_": 1} for s in sections])}
 
 
 def index_folder(store: Any, project: str) -> str:
     return f"{store.project(project)}/search-index"
 
 
-def render_sections(docs: list[dict[str, Any]], abbreviations: dict[str, str]) -> str:
-    """sections.json: the sections in the index's order, one a line, so a rebuilt index shows in
-    `git diff` as the lines of the sections that changed."""
+def render_sections(lines: list[str], abbreviations: dict[str, str]) -> str:
+    """sections.json: the sections' lines (section_line) in the index's order, so a rebuilt
+    index shows in `git diff` as the lines of the sections that changed."""
     return (f'{{"format": {FORMAT},\n"abbreviations": {json.dumps(abbreviations, sort_keys=True)},\n"docs": [\n'
-            + ",\n".join(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in docs) + "\n]}\n")
+            + ",\n".join(lines) + "\n]}\n")
 
 
-@rule(version=2, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
+@rule(version=3, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
       params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
     the bm25s index over their words; the number of sections."""
     outline = await ctx.query(project_outline(project))
     got = await ctx.query_all([source_sections(project, s) for s in outline.sources], return_failures=True)
-    docs, counts, abbreviations = [], [], {}
-    for found in got:
-        if isinstance(found, QueryFailed):
-            continue
-        abbreviations.update(found["abbreviations"])
-        for section in found["sections"]:
-            counts.append(section["counts"] or {"_": 1})
-            docs.append({k: v for k, v in section.items() if k != "counts"})
+    made = [found for found in got if not isinstance(found, QueryFailed)]
+    lines = [line for found in made for line in found["lines"]]
+    abbreviations = {short: long for found in made for short, long in found["abbreviations"].items()}
     folder = index_folder(ctx.settings.store, project)
-    ctx.write(f"{folder}/sections.json", render_sections(docs, abbreviations))
-    if docs:
-        for name, data in build_index(counts).items():
+    ctx.write(f"{folder}/sections.json", render_sections(lines, abbreviations))
+    if lines:
+        for name, data in build_index(made).items():
             ctx.write(f"{folder}/{name}", data)
-    return len(docs)
+    return len(lines)

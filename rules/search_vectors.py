@@ -34,7 +34,7 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
 @rule(version=1, uses=(section_words, "kbuild.embedding"), settings=("semantic",))
 async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
-    sections = (await ctx.query(source_sections(project, source)))["sections"]
+    sections = [json.loads(line) for line in (await ctx.query(source_sections(project, source)))["lines"]]
     lines = (await ctx.query(text(project, source))).text.split("\n")
     try:
         vectors = await embedder_for(ctx.settings.semantic).embed(ctx, [section_words(s, lines) for s in sections])
@@ -60,7 +60,7 @@ async def search_vectors(ctx: Context, project: str) -> int:
     dims = found[0]["dims"] if found else 0
     rows = []
     for source, got, vector in zip(kept, [s for s in sections if not isinstance(s, QueryFailed)], vectors):
-        count = len(got["sections"])
+        count = len(got["lines"])
         if isinstance(vector, QueryFailed) or (count and vector["dims"] != dims):
             ctx.warn(f"{source}: no semantic vectors ({vector if isinstance(vector, QueryFailed) else 'mixed sizes'}); "
                      "its sections are ranked by their words only")

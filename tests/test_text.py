@@ -56,14 +56,15 @@ def test_ranking_needs_a_shared_word_and_breaks_ties_in_order():
 
 
 def test_the_search_index_is_the_one_bm25s_writes_from_the_same_words(tmp_path):
-    """build_index counts terms in NumPy instead of handing bm25s every token: the files it
-    writes must be the ones bm25s writes itself, byte for byte, so search ranks as before."""
+    """build_index merges sources' term counts and scores them in NumPy instead of handing
+    bm25s every token: the files it writes must be the ones bm25s writes itself from the same
+    words, byte for byte, so search ranks as before."""
     import random
 
     import bm25s
     from bm25s.tokenization import Tokenized
 
-    from kbuild.text.ranking import B, INDEX_FILES, K1, SectionIndex, build_index
+    from kbuild.text.ranking import B, INDEX_FILES, K1, SectionIndex, build_index, segment
 
     rng = random.Random(7)
     words = [f"w{n}" for n in range(400)]
@@ -74,7 +75,7 @@ def test_the_search_index_is_the_one_bm25s_writes_from_the_same_words(tmp_path):
     stock.index(Tokenized(ids=[[vocabulary[t] for t in sorted(d) for _ in range(d[t])] for d in documents],
                           vocab=vocabulary), show_progress=False, leave_progress=False)
     stock.save(tmp_path / "stock")
-    written = build_index(documents)
+    written = build_index([segment(documents[:120]), segment(documents[120:])])  # as sources make them
     assert {name: (tmp_path / "stock" / name).read_bytes() for name in INDEX_FILES} == written
     (tmp_path / "ours").mkdir()
     for name, data in written.items():

@@ -111,19 +111,34 @@ INDEX_FILES = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.
                "vocab.index.json")  # what bm25s saves
 
 
-def build_index(documents: list[dict[str, int]]) -> dict[str, bytes]:
-    """The files of a bm25s index over documents given as term counts (name -> bytes):
-    deterministic, the vocabulary numbered in sorted order."""
+Segment = dict[str, list[Any]]  # what `segment` makes: a query value, so lists of names and numbers
+
+
+def segment(documents: list[dict[str, int]]) -> Segment:
+    """Documents' term counts as one segment of an index: its terms in sorted order ("terms")
+    and, document after document, each term a document holds ("postings", its place in
+    "terms") and how often ("counts"); "lengths" is the number of terms of each document. Lists
+    of names and numbers, which JSON spells and reads back faster than a dict per document."""
+    terms = sorted({t for d in documents for t in d})
+    place = {t: n for n, t in enumerate(terms)}
+    return {"terms": terms, "postings": [place[t] for d in documents for t in d],
+            "counts": [c for d in documents for c in d.values()], "lengths": [len(d) for d in documents]}
+
+
+def build_index(segments: list[Segment]) -> dict[str, bytes]:
+    """The files of a bm25s index over the documents of these segments, in order (name ->
+    bytes): deterministic, the vocabulary numbered in sorted order."""
     import tempfile
 
     import numpy as np
 
-    vocabulary = {term: n for n, term in enumerate(sorted({t for d in documents for t in d}))}
-    terms = np.fromiter((vocabulary[t] for d in documents for t in d), dtype=np.int32)
-    counts = np.fromiter((c for d in documents for c in d.values()), dtype=np.float32)
+    vocabulary = {term: n for n, term in enumerate(sorted({t for s in segments for t in s["terms"]}))}
+    terms = np.concatenate([np.array([vocabulary[t] for t in s["terms"]], dtype=np.int32)[np.array(s["postings"], dtype=np.intp)]
+                            for s in segments] or [np.zeros(0, dtype=np.int32)])
+    counts = np.concatenate([np.array(s["counts"], dtype=np.float32) for s in segments] or [np.zeros(0, dtype=np.float32)])
+    lengths = np.concatenate([np.array(s["lengths"], dtype=np.int64) for s in segments] or [np.zeros(0, dtype=np.int64)])
     retriever = _counted_bm25()(k1=K1, b=B)
-    retriever.index(_Counted(terms, counts, np.fromiter(map(len, documents), dtype=np.int64), vocabulary),
-                    show_progress=False, leave_progress=False)
+    retriever.index(_Counted(terms, counts, lengths, vocabulary), show_progress=False, leave_progress=False)
     with tempfile.TemporaryDirectory() as folder:
         retriever.save(folder)
         return {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
