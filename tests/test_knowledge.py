@@ -214,6 +214,35 @@ def test_a_one_sentence_edit_loads_what_it_reaches_not_every_fact_of_the_documen
     assert at_large == at_small, sizes
 
 
+def test_a_long_source_regrouped_by_an_edit_ends_as_a_clean_build_of_it(tmp_path):
+    """Parts added to a chapter of a long source give it one more group of facts, which moves
+    the number of every later group and its index page. Each group's queries read their own
+    part of group_places, so the edit must still end where a clean build of the new text
+    does: the same pages and the same lock."""
+    from documents import small_store
+
+    added = "".join(f"### Part 24{c}\n\nThe limit of part 24{c} is {n + 2} items. Each item waits {n} seconds.\n\n"
+                    for n, c in enumerate("abcde", start=1))
+    before = chaptered_manual(180)
+    after = before.replace("### Part 25\n", added + "### Part 25\n")
+    incremental, clean = tmp_path / "incremental", tmp_path / "clean"
+    small_store(incremental, {"manual.md": before})
+    assert kbuild(incremental).exit_code == 0
+    groups_before = sorted(p.name for p in (incremental / "kb/shop/facts/manual").glob("index-*.md"))
+    (incremental / "manual.md").write_text(after)
+    assert kbuild(incremental).exit_code == 0
+    small_store(clean, {"manual.md": after})
+    assert kbuild(clean).exit_code == 0
+
+    def pages(root: Path) -> dict[str, str]:
+        return {p.relative_to(root).as_posix(): p.read_text() for p in sorted((root / "kb").rglob("*.md"))}
+
+    built = pages(incremental)
+    assert len([p for p in built if "/index-" in p]) == len(groups_before) + 1  # chapter 1 has a third page
+    assert built == pages(clean)
+    assert (incremental / "kbuild.lock").read_text() == (clean / "kbuild.lock").read_text()
+
+
 def test_a_long_source_s_index_links_a_page_per_section_part_and_an_edit_rewrites_one(tmp_path):
     """A source of more facts than one index page lists gets a line per section on its index,
     linking to pages of at most GROUP_FACTS facts each; an edit of one sentence rewrites the
