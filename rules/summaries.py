@@ -5,6 +5,7 @@ one group's worth of tokens, whatever the length of the source.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from kbuild.engine import Context, Problem, QueryFailed, rule
@@ -68,9 +69,11 @@ async def group_places(ctx: Context, project: str, source: str) -> dict[str, Any
     names = group_pages(found)
     if names is not None:
         place = {c.slug: c for c in (await ctx.query(chunks(project, source))).chunks}
+        before: Counter[str] = Counter()  # the pages of each section so far
         for n, (g, name) in enumerate(zip(found.groups, names)):
-            nth = sum(other.section == g.section for other in found.groups[:n])
-            value[f"page:{n}"] = GroupPagePart(page=name, nth=nth, places=[place[s] for s in g.slugs]).model_dump()
+            value[f"page:{n}"] = GroupPagePart(page=name, nth=before[g.section],
+                                               places=[place[s] for s in g.slugs]).model_dump()
+            before[g.section] += 1
     return value
 
 
