@@ -56,9 +56,9 @@ async def group_index(ctx: Context, project: str, source: str, group: int) -> in
         raise Problem(f"{project}/{source} has no group page {group} any more")
     shown = GroupPagePart.model_validate(page)
     lines, made = await lines_of(ctx, project, source, shown.places)
+    title = heading_of(found.title, found.section) + (f" ({shown.nth + 1})" if shown.nth else "")
     write_page(ctx, ctx.settings.store.source_part_index(project, source, shown.page),
-               f"# {heading_of(found.title, found.section)}{f' ({shown.nth + 1})' if shown.nth else ''}\n\nBack to [the source's index](index.md).\n\n"
-               + "\n".join(lines) + "\n")
+               f"# {title}\n\nBack to [the source's index](index.md).\n\n" + "\n".join(lines) + "\n")
     return made
 
 

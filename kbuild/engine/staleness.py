@@ -66,8 +66,8 @@ def _inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None) ->
         if reason:
             causes[qid] = reason
     stale = {qid: (reason, qid) for qid, reason in causes.items()}
-    # Who reads whom, only when something changed: a check that passes (most) skips 173k reads
-    # at 4,000 facts.
+    # Who reads whom, only when something changed: a check that passes (most) skips the 137,774
+    # query reads the lock of 4,132 facts records.
     readers: dict[str, list[str]] = {}
     for qid, memo in memos.items() if causes else ():
         for group in memo.deps:

@@ -99,11 +99,11 @@ def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build
     """Whether one recorded read still holds: `now` is the hash it has now (None: none at all).
     A read of one part of a query's value (a PartHash) holds while that part's hash does,
     whatever became of the rest: `parts` are the query's part hashes now."""
-    part = None if isinstance(dep, FileRead) else PartHash.part_of(recorded)
-    if part is not None and now is not None and now != FAILED:
-        now = PartHash.of(part, parts.get(part, ABSENT)) if parts is not None else None
     if now == recorded:
         return None
+    digest, mark, part = ("", "", "") if isinstance(dep, FileRead) else recorded.partition(PartHash.MARK)
+    if mark and parts is not None and now is not None and now != FAILED and parts.get(part, ABSENT) == digest:
+        return None  # the part's hash as recorded: compared without spelling a PartHash per read
     if isinstance(dep, FileRead):
         return Reason.of(Change.INPUT_CHANGED, dep.path, voice)
     return Reason.of(Change.DEPENDENCY_CHANGED, dep, voice)
@@ -124,10 +124,7 @@ def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[st
         now = query_hash(dep)
         if now == recorded:  # a whole read that holds, most reads: no part to look for
             continue
-        digest, mark, part = recorded.partition(PartHash.MARK)
-        parts = parts_of(dep) if mark and parts_of is not None else None
-        if parts is not None and now is not None and now != FAILED and parts.get(part, ABSENT) == digest:
-            continue  # a part read that holds, spelled out: read_changed's answer without its strings
+        parts = parts_of(dep) if parts_of is not None and PartHash.MARK in recorded else None
         reason = read_changed(dep, recorded, now, voice, parts)
         if reason is not None:
             return reason

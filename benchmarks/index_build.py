@@ -1,0 +1,83 @@
+"""Writing the search index's bm25s files from the sections' term counts, as every edit does:
+kbuild's `build_index` (the scores computed in NumPy through bm25s's `build_index_from_ids`)
+against bm25s's own index over the same words spelled out as token lists.
+
+    python benchmarks/index_build.py [--chunks 2000] [--runs 7]
+
+The sections are a real store's: edit_time.py's document of --chunks chunks, built with the
+offline backend, its term counts read from the search sections the build stored. Medians of
+--runs, the two interleaved; the script stops if they do not write the same bytes.
+"""
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import use_installed_kbuild  # noqa: E402
+
+use_installed_kbuild()
+
+from edit_time import kbuild, write_store  # noqa: E402
+
+
+def stock(documents: list[dict[str, int]]) -> dict[str, bytes]:
+    """The files bm25s writes itself for these term counts, each term spelled out as often as
+    it occurs (what build_index did before it scored the counts)."""
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    from kbuild.text.ranking import B, INDEX_FILES, K1
+
+    vocabulary = {term: n for n, term in enumerate(sorted({t for d in documents for t in d}))}
+    retriever = bm25s.BM25(k1=K1, b=B)
+    retriever.index(Tokenized(ids=[[vocabulary[t] for t in sorted(d) for _ in range(d[t])] for d in documents],
+                              vocab=vocabulary), show_progress=False, leave_progress=False)
+    with tempfile.TemporaryDirectory() as folder:
+        retriever.save(folder)
+        return {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    from kbuild.engine.hashing import decode_value
+    from kbuild.text.ranking import build_index
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_store(root, 1, args.chunks)
+        kbuild(sys.executable, root)
+        with sqlite3.connect(root / ".kbuild/state.db") as db:
+            segments = [decode_value(blob) for (blob,) in
+                        db.execute("SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL")]
+    documents = []
+    for found in segments:
+        start = 0
+        for length in found["lengths"]:
+            places = range(start, start + length)
+            documents.append({found["terms"][found["postings"][n]]: found["counts"][n] for n in places})
+            start += length
+    if stock(documents) != build_index(segments):
+        raise SystemExit("build_index and bm25s wrote different files")
+    times: dict[str, list[float]] = {"kbuild build_index": [], "bm25s over token lists": []}
+    for _ in range(args.runs):
+        for name, make in (("kbuild build_index", lambda: build_index(segments)),
+                           ("bm25s over token lists", lambda: stock(documents))):
+            started = time.perf_counter()
+            make()
+            times[name].append(time.perf_counter() - started)
+    print(f"the bm25s files of {len(documents)} sections ({args.chunks} chunks), medians of {args.runs}:")
+    for name, timed in times.items():
+        print(f"  {name}: {statistics.median(timed) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
