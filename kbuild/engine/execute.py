@@ -8,7 +8,7 @@ from typing import Literal
 from .context import Context
 from .files import PathEscapesRoot
 from .cutoff import judge
-from .hashing import FAILED, encode_value, hash_bytes, part_hashes
+from .hashing import FAILED, NotAnObject, encode_value, encode_with_parts, hash_bytes, part_hashes
 from .outputs import Outputs
 from .report import CallDeferred, CycleError, Problem, QueryFailed
 from .rule import Query
@@ -40,7 +40,7 @@ class Execute(Outputs):
         try:
             try:
                 value = await rule.fn(ctx, *query.key)
-                blob = encode_value(value)
+                blob, parts = encode_with_parts(value) if rule.parts else (encode_value(value), {})
             except BaseException:
                 # what a failed query read before it failed is still reached: garbage collection
                 # must not take the outputs under a query that failed on its first build
@@ -54,7 +54,7 @@ class Execute(Outputs):
             if exc.waiting:
                 return self._wait(qid, f"needs {exc.query_id}, which waits", exc)
             return self._fail(qid, f"needs {exc.query_id}, which failed", exc)
-        except Problem as exc:
+        except (Problem, NotAnObject) as exc:
             return self._fail(qid, str(exc), exc)
         except Exception as exc:  # a rule's bug or bad input: this query fails, others go on
             # ... unless it is a full disk (a cache entry, a log) or a damaged state: that stops the build
@@ -89,10 +89,8 @@ class Execute(Outputs):
             self.stop(exc, f"writing {exc.filename}")
             return self._fail(qid, f"cannot write its output: {exc}", exc)
         notes = memo.notes if cut == "hook" and memo is not None else ctx.notes
-        try:
-            parts = part_hashes(blob) if rule.parts else {}  # of the value that stands, old or new
-        except ValueError as exc:
-            return self._fail(qid, str(exc), exc)
+        if cut == "hook" and rule.parts:
+            parts = part_hashes(blob)  # of the old value, which stands
         new = Memo(qid, rule.name, list(query.key), rule.fingerprint_with(self.sources), ctx.deps, digest, outputs,
                    notes, parts)
         if memo is not None:

@@ -52,12 +52,39 @@ def encode_value(value: Any) -> bytes:
         ) from None
 
 
+class NotAnObject(ValueError):
+    """A rule with parts=True returned something other than a JSON object."""
+
+
 def part_hashes(blob: bytes) -> dict[str, str]:
     """The hash of each entry of a value that is a JSON object: what a part read compares."""
-    value = decode_value(blob)
+    return _parts(decode_value(blob))[1]
+
+
+def encode_with_parts(value: Any) -> tuple[bytes, dict[str, str]]:
+    """encode_value and part_hashes of a value with parts, each entry encoded once: the value's
+    bytes are its entries' joined, as canonical_json spells an object. A source's chunks are
+    thousands of entries, and encoding, decoding and encoding them again took a third of the
+    time of the queries that hold them."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        blob = encode_value(value)  # JSON spells other keys as strings, and sorts them as such
+        return blob, part_hashes(blob)
+    try:
+        text, parts = _parts(value)
+    except TypeError:
+        encode_value(value)  # raises its message for a value that is not JSON
+        raise
+    return b"j" + text.encode(), parts
+
+
+def _parts(value: Any) -> tuple[str, dict[str, str]]:
     if not isinstance(value, dict):
-        raise ValueError(f"a rule with parts=True must return a JSON object, not {type(value).__name__}")
-    return {key: hash_bytes(canonical_json(entry).encode()) for key, entry in value.items()}
+        raise NotAnObject(f"a rule with parts=True must return a JSON object, not {type(value).__name__}")
+    spelled = {key: canonical_json(value[key]) for key in sorted(value)}
+    text = "{" + ",".join(f"{canonical_json(key)}:{entry}" for key, entry in spelled.items()) + "}"
+    return text, {key: hash_bytes(entry.encode()) for key, entry in spelled.items()}
 
 
 def decode_value(blob: bytes) -> Any:
