@@ -16,7 +16,7 @@ from typing import Any
 from kbuild import notes, slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import broken_links_in, links_in
-from kbuild.checks.secrets import find_secrets, redact
+from kbuild.checks.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.model.offline import clean, prose_sentences
 from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
@@ -177,13 +177,15 @@ async def text(ctx: Context, project: str, source: str) -> SourceText:
     # Redacted here, where the words enter the graph: every page, model request, cached call
     # and logged call is built from this text, so none of them can hold a secret. Only raw/
     # keeps the source as it was (and images: a secret in the pixels of a page is not seen).
-    found = [kind for t in (converted.text, *(f.text for f in converted.figures)) for kind in find_secrets(t)]
+    body, found = redacted(converted.text)
+    figure_words: dict[str, str] = {}
+    for figure in converted.figures:
+        figure_words[figure.name], in_figure = redacted(figure.text)
+        found += in_figure
     if found:
         kinds = ", ".join(sorted(set(found)))
         ctx.warn(f"{project}/{source}: holds what looks like {kinds} ({len(found)} in all); raw/ keeps it, "
                  "every other page and every model call has it replaced by [secret removed]; rotate it if it is real")
-    body = redact(converted.text)
-    figure_words = {f.name: redact(f.text) for f in converted.figures}
     own = {f"figures/{f.name}{ext}" for f in converted.figures for ext in (".md", ".png")}
     if converted.kind != "code" and needs_sources(body, own):  # in code, `handlers[kind](event)` is a call
         body = rewrite_source_links(body, got.origin, store.text(project, source),

@@ -39,6 +39,12 @@ def find_secrets(text: str) -> list[str]:
 
 def redact(text: str) -> str:
     """The text with every secret found in it replaced by the marker, wherever it stands."""
-    for _, value in _findings(text):  # longest first
+    return redacted(text)[0]
+
+
+def redacted(text: str) -> tuple[str, list[str]]:
+    """redact(text) and find_secrets(text), from one scan of it."""
+    found = _findings(text)
+    for _, value in found:  # longest first
         text = text.replace(value, MARKER)
-    return text
+    return text, [kind for kind, _ in found]
