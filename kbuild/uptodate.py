@@ -71,18 +71,28 @@ def code_stats(root: Path, extra: list[Path]) -> dict[str, Stat] | None:
     """The stat of every module loaded from under `root` or from kbuild itself, and of `extra`
     (the rules' prompt files), taken now: before a rule reads them, so an edit made during the
     build shows as a change next time. None when one changed too recently to trust its stat."""
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parent
-    paths = {Path(f).resolve() for m in list(sys.modules.values())
-             if (f := getattr(m, "__file__", None)) and f.endswith(".py")}
-    chosen = sorted(str(p) for p in paths if p.is_relative_to(package) or p.is_relative_to(root.resolve()))
-    chosen += sorted(str(Path(p).resolve()) for p in extra)
+    package, top = os.path.dirname(os.path.realpath(__file__)), os.path.realpath(root)
+    # Each folder resolved once, not each module's path: 600 modules took 38 ms with
+    # Path.resolve, 3 ms so (a file that is itself a symlink is still resolved whole).
+    folders: dict[str, str] = {}
+    paths = set()
+    for module in list(sys.modules.values()):
+        if (file := getattr(module, "__file__", None)) and file.endswith(".py"):
+            folder, name = os.path.split(file)
+            if folder not in folders:
+                folders[folder] = os.path.realpath(folder)
+            paths.add(os.path.realpath(file) if os.path.islink(file) else os.path.join(folders[folder], name))
+    chosen = sorted(p for p in paths if _inside(p, package) or _inside(p, top))
+    chosen += sorted(os.path.realpath(p) for p in extra)
     stats = {p: s for p in chosen if (s := stat_of(p)) is not None}
     now = time.time_ns()
     if any(now - s[1] < RACY_NS for s in stats.values()):
         return None
     return stats
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def listing(root: str | Path, pattern: str) -> list[str]:

@@ -146,3 +146,27 @@ def test_files_rewritten_as_they_were_come_back_to_the_fast_path(store):
     result = kbuild(store)
     assert result.exit_code == 0 and result.output.startswith("0 ran, ")
     assert not ran(store)
+
+
+def test_the_code_a_build_ran_is_known_by_its_real_paths(tmp_path, monkeypatch):
+    """A rule module under the project, imported through a symlinked folder, is recorded where
+    it really is, beside kbuild's own modules; a module from anywhere else is not."""
+    import importlib
+    import sys
+
+    (tmp_path / "project" / "real").mkdir(parents=True)
+    (tmp_path / "project" / "real" / "my_rules.py").write_text("X = 1\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "not_ours.py").write_text("Y = 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "project" / "real")
+    monkeypatch.syspath_prepend(str(tmp_path / "linked"))
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(uptodate, "RACY_NS", 0)
+    for name in ("my_rules", "not_ours"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        importlib.import_module(name)
+    stats = uptodate.code_stats(tmp_path / "project", [])
+    assert stats is not None
+    assert str((tmp_path / "project" / "real" / "my_rules.py").resolve()) in stats
+    assert not any("not_ours" in p for p in stats)
+    assert str(Path(uptodate.__file__).resolve()) in stats
