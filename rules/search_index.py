@@ -30,8 +30,11 @@ HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of th
 FORMAT = 1  # of search-index.json; kbuild/search.py refuses another
 
 
+_MARKUP = str.maketrans("", "", "*_`#")
+
+
 def _plain(line: str) -> str:
-    return re.sub(r"[*_`#]+", "", line).strip().lower()
+    return line.translate(_MARKUP).strip().lower()
 
 
 def rewritten_sections(rewritten: str, headings: list[str]) -> dict[str, str]:
@@ -61,16 +64,12 @@ def first_sentence(words: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-ABBREVIATIONS_PART = "abbreviations"  # beside one "fact:SLUG" part per fact: never a fact's name
-
-
-@rule(version=2, uses=("kbuild.slicing", _plain), parts=True)
+@rule(version=3, uses=("kbuild.slicing", _plain), parts=True)
 async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """Where a source's sections stand: its text cut at headings (a long section at paragraphs),
     each part cut again where a fact ends, so a section stays within its fact; one part of this
-    value per fact ("fact:SLUG": its pieces), and the abbreviations the text defines. Each
-    fact's sections read their own part, so an edit that moves no line re-counts one fact's
-    words, not the source's."""
+    value per fact ("fact:SLUG": its pieces). Each fact's sections read their own part, so an
+    edit that moves no line re-counts one fact's words, not the source's."""
     doc = await ctx.query(text(project, source))
     places = (await ctx.query(chunks(project, source))).chunks
     lines = doc.text.split("\n")
@@ -92,23 +91,37 @@ async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any
                 headings, covers = list(place.headings), list(place.covers[:1])
             cuts[f"fact:{place.slug}"].append({"start": start, "end": end, "headings": headings, "covers": covers})
             first = False
-    return {**cuts, ABBREVIATIONS_PART: defined_abbreviations(doc.text)}
+    return cuts
 
 
-@rule(version=2, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of),
-      settings=("store",))
+# Where a section's line of sections.json names the index page that lists its fact, which its
+# source's sections fill in (source_sections): JSON escapes every quote and control character
+# inside a string, so this spelling occurs in a line only as the key and its value.
+INDEX_PAGE = '"source_index": "\\u0000"'
+
+
+def section_line(section: dict[str, Any]) -> str:
+    """A section's line of sections.json, but for the index page that lists it (INDEX_PAGE)."""
+    return json.dumps({**section, "source_index": "\0"}, sort_keys=True, ensure_ascii=False)
+
+
+@rule(version=3, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
+                       section_line), settings=("store",))
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
-    """One fact's sections, each with where it stands (its fact page, its lines of text.md), its
-    breadcrumb, its size and its words' counts, and its summary for search; none when the fact
-    failed."""
+    """One fact's sections and its summary for search, each with where it stands (its fact
+    page, its lines of text.md), its breadcrumb and its size, as its line of sections.json
+    ("lines", "summary"), and its words' counts ("counts", "summary_counts"); none when the fact
+    failed. And the abbreviations its words define, which the source's sections join: a
+    definition stands on one line, and a fact holds whole lines."""
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
     pieces = await ctx.query_part(section_cuts(project, source), f"fact:{slug}") or []
     page, words, rewritten, summary = await ctx.query_all(
         [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),
          chunk_summary(project, source, slug)], return_failures=True)
+    abbreviations = defined_abbreviations(words.text) if not isinstance(words, QueryFailed) else {}
     if isinstance(page, QueryFailed):
-        return {"sections": [], "summary": None}
+        return {"lines": [], "counts": [], "summary": None, "summary_counts": None, "abbreviations": abbreviations}
     lines = words.text.split("\n") if not isinstance(words, QueryFailed) else []
     # A long section is cut into several parts; the Rewritten of its heading is shared among
     # them in order, paragraph by paragraph, so that each part has about its own words.
@@ -117,7 +130,7 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
     seen: Counter[str] = Counter()
     own = (rewritten_sections(rewritten, [*words.headings, *place.covers])
            if not isinstance(rewritten, QueryFailed) and not isinstance(words, QueryFailed) else None)
-    sections = []
+    sections, counted = [], []
     for piece, heading in zip(pieces, heading_of):
         nth, seen[heading] = seen[heading], seen[heading] + 1
         body = "\n".join(lines[piece["start"] - place.start:piece["end"] - place.start + 1])
@@ -137,29 +150,29 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
         sections.append({
             "kind": "section", "page": store.fact(project, source, slug), "text": store.text(project, source),
             "start": piece["start"], "end": piece["end"], "crumb": crumb, "tokens": estimate_tokens(body),
-            "line": first_sentence(body) or " › ".join(crumb), "counts": dict(sorted(counts.items())),
+            "line": first_sentence(body) or " › ".join(crumb),
         })
-    found = None
+        counted.append(dict(sorted(counts.items())))
+    found = found_counts = None
     if isinstance(summary, str):
         crumb = [doc.title, *(c for c in place.covers if c != doc.title)]
         counts = Counter(tokens(summary))
         counts.update(tokens(" ".join(crumb)))
-        found = {"kind": "summary", "page": store.fact(project, source, slug), "crumb": crumb, "line": summary,
-                 "tokens": estimate_tokens(summary), "counts": dict(sorted(counts.items()))}
-    return {"sections": sections, "summary": found}
+        found = section_line({"kind": "summary", "page": store.fact(project, source, slug), "crumb": crumb,
+                              "line": summary, "tokens": estimate_tokens(summary)})
+        found_counts = dict(sorted(counts.items()))
+    return {"lines": [section_line(s) for s in sections], "counts": counted, "summary": found,
+            "summary_counts": found_counts, "abbreviations": abbreviations}
 
 
-def section_line(section: dict[str, Any]) -> str:
-    """A section's line of sections.json."""
-    return json.dumps(section, sort_keys=True, ensure_ascii=False)
-
-
-@rule(version=4, uses=(group_pages, section_line, "kbuild.text.ranking"), settings=("store",))
+@rule(version=5, uses=(group_pages, "kbuild.text.ranking"), settings=("store",))
 async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """A source's sections in the order of its text, then its facts' summaries, each with the
     index page that lists its fact: each as its line of sections.json ("lines"), and their
-    words' counts as one segment of the index (kbuild.text.ranking.segment). So an edit renders
-    and counts the sections of its source, and the project's index joins what its sources made."""
+    words' counts as one segment of the index (kbuild.text.ranking.segment); and the
+    abbreviations its text defines. Each fact spells its own lines, so an edit renders and
+    counts the sections of the fact it changed, and the project's index joins what its
+    sources made."""
     store = ctx.settings.store
     doc = await ctx.query(chunks(project, source))
     groups = await ctx.query(fact_groups(project, source))
@@ -167,14 +180,17 @@ async def source_sections(ctx: Context, project: str, source: str) -> dict[str, 
     index_of: dict[str, str] = {}  # a fact's slug -> the page that lists it, when that is not the source's index
     for group, name in zip(groups.groups, group_pages(groups) or []):
         index_of |= dict.fromkeys(group.slugs, store.source_part_index(project, source, name))
-    abbreviations = await ctx.query_part(section_cuts(project, source), ABBREVIATIONS_PART) or {}
     got = await ctx.query_all([fact_sections(project, source, p.slug) for p in doc.chunks], return_failures=True)
-    made = [(index_of.get(p.slug, source_index), g) for p, g in zip(doc.chunks, got) if not isinstance(g, QueryFailed)]
-    sections = ([{**s, "source_index": index} for index, g in made for s in g["sections"]]
-                + [{**g["summary"], "source_index": index} for index, g in made if g["summary"]])
-    return {"title": doc.title, "abbreviations": abbreviations,
-            "lines": [section_line({k: v for k, v in s.items() if k != "counts"}) for s in sections],
-            **segment([s["counts"] or {"_": 1} for s in sections])}
+    made = [(f'"source_index": {json.dumps(index_of.get(p.slug, source_index), ensure_ascii=False)}', g)
+            for p, g in zip(doc.chunks, got) if not isinstance(g, QueryFailed)]
+    lines = ([line.replace(INDEX_PAGE, index, 1) for index, g in made for line in g["lines"]]
+             + [g["summary"].replace(INDEX_PAGE, index, 1) for index, g in made if g["summary"]])
+    counts = [c for _, g in made for c in g["counts"]] + [g["summary_counts"] for _, g in made if g["summary"]]
+    abbreviations: dict[str, str] = {}
+    for _, g in made:  # in the order of the text: a term defined again means what it was defined as last
+        abbreviations |= g["abbreviations"]
+    return {"title": doc.title, "abbreviations": abbreviations, "lines": lines,
+            **segment([c or {"_": 1} for c in counts])}
 
 
 def index_folder(store: Any, project: str) -> str:

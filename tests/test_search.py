@@ -105,3 +105,15 @@ def test_the_build_writes_the_search_index_and_an_edit_reindexes_one_source(stor
     assert index.read_text() != before
     assert kbuild(store, "search", "when does the shop open").output.splitlines()[0].endswith("kb/shop/facts/hours/hours.md")
     assert kbuild(store, "check").exit_code == 0
+
+
+def test_the_abbreviations_a_source_defines_reach_its_index_and_an_edit_that_drops_one(store):
+    index = store / "kb/shop/search-index/sections.json"
+    (store / "hours.md").write_text("# Hours\n\nThe shop opens at nine.\n\n## Service\n\n"
+                                    "Each Service Level Agreement (SLA) is kept. It closes at six.\n")
+    assert kbuild(store).exit_code == 0
+    assert '"abbreviations": {"sla": "service level agreement"}' in index.read_text()
+    assert "kb/shop/facts/hours/" in kbuild(store, "search", "service level agreement").output.splitlines()[0]
+    (store / "hours.md").write_text("# Hours\n\nThe shop opens at nine.\n\n## Service\n\nIt closes at six.\n")
+    assert kbuild(store).exit_code == 0
+    assert '"abbreviations": {}' in index.read_text()
