@@ -164,3 +164,53 @@ def test_an_entry_kept_as_it_was_under_a_changed_one_is_read_whole(stores, graph
     assert graph_loads and report.executed
     assert "teammate" in (mine / "out/3.md").read_text()
     assert Engine(mine, RULES).memos() == read_lock(mine / "kbuild.lock")
+
+
+@rule(parts=True)
+async def table(ctx, count):
+    """Every source's words, one part each, which each section reads alone."""
+    return {str(i): ctx.read_text(f"src/{i}.txt") for i in range(count)}
+
+
+@rule
+async def section(ctx, i):
+    words = await ctx.query_part(table(COUNT), str(i))
+    ctx.write(f"out/{i}.md", f"# {i}\n\n{words}\n")
+    return len(words)
+
+
+@rule
+async def sections(ctx, count):
+    sizes = await ctx.query_all([section(i) for i in range(count)])
+    ctx.write("out/index.md", "".join(f"- {i}: {n}\n" for i, n in enumerate(sizes)))
+    return sum(sizes)
+
+
+def test_a_pull_through_part_reads_is_taken_in_by_what_differs(tmp_path, graph_loads) -> None:
+    """Reads of one part of a value hold while that part does: a pull that changes one part
+    keeps the entries that read the others, and is not read whole for them."""
+    part_rules = [table, section, sections]
+
+    def build_parts(root: Path) -> list[str]:
+        report = Engine(root, part_rules).build([sections(COUNT)])
+        assert report.ok, report.failed
+        return report.executed
+
+    mine, team = tmp_path / "mine", tmp_path / "team"
+    for i in range(COUNT):
+        write(mine, f"src/{i}.txt", f"source {i}")
+    build_parts(mine)
+    build_parts(mine)
+    shutil.copytree(mine, team, ignore=shutil.ignore_patterns(".kbuild"))
+    build_parts(team)
+    write(team, "src/3.txt", "source 3, edited by a teammate")
+    assert "section(3)" in build_parts(team)
+    pull(team, mine)
+    loads = len(graph_loads)  # the builds above read the whole graph once each, being first
+    assert build_parts(mine) == [] and len(graph_loads) == loads
+    assert Engine(mine, part_rules).memos() == read_lock(mine / "kbuild.lock")
+    assert "teammate" in (mine / "out/3.md").read_text()
+    write(mine, "src/5.txt", "source 5, edited here")
+    ran = set(build_parts(mine))  # and section(3), whose value came with the pull, not its bytes
+    assert {"table(12)", "section(5)", "sections(12)"} <= ran
+    assert not ran & {f"section({i})" for i in range(COUNT) if i not in (3, 5)}

@@ -16,6 +16,7 @@ from .hashing import hash_bytes
 from .lockfile import LockError, lock_entries, parse_entry
 from .lockfiles import key_of
 from .state import FileRead, Memo, flat
+from .verify import read_changed
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
 TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this state describes, by name
@@ -23,6 +24,12 @@ TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this s
 
 def _targets_digest(root_ids: list[str]) -> str:
     return hash_bytes("\n".join(sorted(root_ids)).encode())
+
+
+def _holds(dep: str, recorded: str, source: Memo) -> bool:
+    """Whether a read of `dep` recorded as `recorded` holds against its memo `source` (a read of
+    one part holds while that part does)."""
+    return read_changed(dep, recorded, source.hash, parts=source.parts) is None
 
 
 class Snapshot(BuildState):
@@ -112,12 +119,12 @@ class Snapshot(BuildState):
                 if isinstance(dep, FileRead):
                     continue
                 source = incoming.get(dep) or kept.get(dep)
-                if source is None or source.hash != recorded or dep in gone:
+                if source is None or dep in gone or not _holds(dep, recorded, source):
                     return False
         readers = state.readers([*differ, *removed]) - incoming.keys() - gone
         for reader in state.load_memos(readers).values():
             for dep, recorded in flat(reader.deps):
-                if dep in gone or (dep in incoming and incoming[dep].hash != recorded):
+                if dep in gone or (dep in incoming and not _holds(dep, recorded, incoming[dep])):
                     return False
         produced = {p for m in incoming.values() for p in m.outputs}
         for memo in before.values():  # an output no entry makes any more is gone from the tree
