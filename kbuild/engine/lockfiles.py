@@ -62,6 +62,7 @@ class LockFiles:
         self.split = split
         self.folder = path.with_name(path.name + ".d")
         self._shard_files: dict[str, Path] = {}  # by the key's first element: an import asks once an entry
+        self._last_entries: tuple[bytes, dict[str, bytes] | None] | None = None
 
     def file_for(self, key: Sequence[Any]) -> Path:
         if not self.split or not key or not isinstance(key[0], str):
@@ -127,13 +128,21 @@ class LockFiles:
         found: dict[str, bytes] = {}
         for file in self.present():
             try:
-                entries = lock_entries(file.read_bytes())
+                entries = self.entries_of(file.read_bytes())
             except OSError:
                 return None
             if entries is None or not found.keys().isdisjoint(entries):
                 return None
             found.update(entries)
         return found
+
+    def entries_of(self, data: bytes) -> dict[str, bytes] | None:
+        """lockfile.lock_entries of a lock file's bytes, not to be changed: the last one is kept,
+        since the build after a pull asks twice for the new lock's (the edits it would
+        overwrite, the entries that differ), 0.16 s each at 35,000 entries."""
+        if self._last_entries is None or self._last_entries[0] != data:
+            self._last_entries = (data, lock_entries(data))
+        return self._last_entries[1]
 
     def render(self, memos: Mapping[str, Memo]) -> dict[Path, bytes | None]:
         """Every file of the lock of `memos`, and None for each present shard that has no entry any more."""

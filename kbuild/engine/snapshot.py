@@ -84,7 +84,7 @@ class Snapshot(BuildState):
                     old.update(entries)
                 if name in now:
                     file = lock.path.parent / name
-                    entries = lock_entries(hasher.read(hasher.key(file))[0])
+                    entries = lock.entries_of(hasher.read(hasher.key(file))[0])
                     if entries is None or not new.keys().isdisjoint(entries):
                         return False
                     if ((lock.split or file != lock.path)  # else every entry's place is kbuild.lock
