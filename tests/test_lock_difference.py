@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from conftest import write
 
 from kbuild.engine import Engine, rule
@@ -214,3 +216,33 @@ def test_a_pull_through_part_reads_is_taken_in_by_what_differs(tmp_path, graph_l
     ran = set(build_parts(mine))  # and section(3), whose value came with the pull, not its bytes
     assert {"table(12)", "section(5)", "sections(12)"} <= ran
     assert not ran & {f"section({i})" for i in range(COUNT) if i not in (3, 5)}
+
+
+def _memo(qid: str, n: int) -> "Memo":
+    from kbuild.engine.state import Memo
+
+    return Memo(qid, "r", [qid], "f", [[["file:src/a.txt", f"h{n}"]]], f"v{n}", {}, {}, {})
+
+
+@given(st.dictionaries(st.sampled_from([f"q{i:03d}" for i in range(60)]), st.integers(0, 3), max_size=60),
+       st.dictionaries(st.sampled_from([f"q{i:03d}" for i in range(60)]), st.integers(0, 3), max_size=60))
+def test_the_entries_two_locks_differ_in_are_what_reading_both_whole_finds(was: dict, now: dict) -> None:
+    from kbuild.engine.lockfile import entries_that_differ, lock_entries, render_lock
+
+    old = render_lock({q: _memo(q, n) for q, n in was.items()})
+    new = render_lock({q: _memo(q, n) for q, n in now.items()})
+    a, b = lock_entries(old), lock_entries(new)
+    assert a is not None and b is not None
+    assert entries_that_differ(old, new) == ({q: e for q, e in b.items() if a.get(q) != e}, a.keys() - b.keys())
+
+
+def test_a_lock_whose_entries_are_out_of_order_differs_in_nothing_that_can_be_trusted() -> None:
+    from kbuild.engine.lockfile import FOOTER, HEADER, JOIN, entries_that_differ, lock_entries, render_lock
+
+    memos = {f"q{i:03d}": _memo(f"q{i:03d}", 0) for i in range(40)}
+    old = render_lock(memos)
+    entries = list(lock_entries(old).values())
+    entries[10], entries[30] = entries[30], entries[10]
+    swapped = (HEADER + JOIN.join(e.decode() for e in entries) + FOOTER).encode()
+    assert entries_that_differ(old, swapped) is None
+    assert entries_that_differ(old, b"not a lock") is None

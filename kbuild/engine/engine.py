@@ -190,7 +190,7 @@ class Engine:
                     memos = build.state.load_memos(writers)
                 else:  # a pull: the pages it brought are recorded in its lock
                     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
-                        entries = self.lock.entries()
+                        entries = self.lock.entries_for(writers)
                         if entries is not None:
                             memos = {q: parse_entry(entries[q]) for q in writers if q in entries}
             if memos is None:

@@ -92,19 +92,20 @@ def patch_lock(old: bytes, memos: Mapping[str, Memo], changed: set[str]) -> byte
 
 
 class _Entries:
-    """A lock's entries, read where they are needed: an entry starts at 0 or after JOIN + ENTRY."""
+    """A lock's entries, read where they are needed: `body[start:end]` (all of it by default)
+    holds them, and an entry starts at `start` or after JOIN + ENTRY."""
 
-    def __init__(self, body: bytes) -> None:
-        self.body = body
+    def __init__(self, body: bytes, start: int = 0, end: int | None = None) -> None:
+        self.body, self.start, self.end = body, start, len(body) if end is None else end
         self.separator = (JOIN + ENTRY).encode()
         self.id_end = ID_END.encode()
 
     def next_start(self, pos: int) -> int:
-        """The first entry start at or after `pos`, or the end of the body."""
-        if pos <= 0:
-            return 0
-        found = self.body.find(self.separator, max(0, pos - len(JOIN)))
-        return len(self.body) if found < 0 else found + len(JOIN)
+        """The first entry start at or after `pos`, or the end of the entries."""
+        if pos <= self.start:
+            return self.start
+        found = self.body.find(self.separator, max(self.start, pos - len(JOIN)), self.end)
+        return self.end if found < 0 else found + len(JOIN)
 
     def id_at(self, start: int) -> str:
         # An id ends at the first quote followed by `: {` and a newline: JSON escapes both
@@ -114,8 +115,8 @@ class _Entries:
 
     def lower_bound(self, qid: str, lo: int) -> int:
         """The start of the first entry at or after `lo` (an entry start) whose id is not less
-        than `qid`, or the end of the body."""
-        hi = len(self.body)
+        than `qid`, or the end of the entries."""
+        hi = self.end
         while hi - lo > 4096:  # narrow by bisecting bytes, then walk the few entries left
             mid = self.next_start((lo + hi) // 2)
             if mid >= hi:
@@ -133,6 +134,101 @@ class _Entries:
         if self.body.endswith(JOIN.encode(), start, end):
             end -= len(JOIN)
         return memoryview(self.body)[start:max(start, end)]
+
+
+    def entry_at(self, start: int) -> tuple[str, int]:
+        """The id of the entry at `start` and where the entry after it starts (or the end)."""
+        return self.id_at(start), self.next_start(start + 1)
+
+
+def _entries_in(data: bytes) -> _Entries | None:
+    """The entries of a lock this code wrote, between its header and footer (not copied);
+    None for another file."""
+    header, footer = HEADER.encode(), FOOTER.encode()
+    if not (data.startswith(header) and data.endswith(footer)) or len(data) < len(header) + len(footer):
+        return None
+    start, end = len(header), len(data) - len(footer)
+    return _Entries(data, start, end) if start == end or data.startswith(ENTRY.encode(), start) else None
+
+
+def entries_that_differ(old: bytes, new: bytes) -> tuple[dict[str, bytes], set[str]] | None:
+    """What `new` changed of `old`, two locks this code wrote: the entries of `new` that `old`
+    does not hold as they are (their bytes, by id), and the ids of `old` that `new` does not
+    hold. Both are sorted by id, so they are walked side by side a stretch at a time: a stretch
+    of `new` that `old` holds byte for byte where the walk stands in it is passed with one
+    comparison, and only where they differ are entries looked at one by one. At 35,000 entries
+    of which 20 differ that is milliseconds, where finding every entry of one lock took 0.16 s.
+    None when either is not such a lock, or `new`'s ids are not in order (`old` is the one this
+    state wrote)."""
+    was, now = _entries_in(old), _entries_in(new)
+    if was is None or now is None:
+        return None
+    view = memoryview(now.body)
+    differ: dict[str, bytes] = {}
+    removed: set[str] = set()
+    i, j = now.start, was.start  # where the walk stands: an entry start (or the end) of `new`, of `old`
+    stretch, last = 1 << 16, ""  # `last`: the greatest id of `new` passed so far
+    try:
+        while i < now.end:
+            if j < was.end:
+                end = now.next_start(i + stretch)
+                size = end - i
+                if end < now.end:  # entries and the JOIN after them: an entry of `old` must follow
+                    held_to, goes_on = j + size, was.body.startswith(ENTRY.encode(), j + size)
+                else:  # the last entries: `old` ends there too, or goes on after a JOIN
+                    held_to = j + size + (len(JOIN) if j + size < was.end else 0)
+                    goes_on = j + size == was.end or was.body.startswith(now.separator, j + size)
+                if goes_on and was.body.startswith(view[i:end], j):
+                    first = now.id_at(i)  # held as it was: in order inside, since `old` is
+                    if first <= last:
+                        return None
+                    inner = now.body.rfind(now.separator, i, end - len(JOIN))
+                    last = now.id_at(inner + len(JOIN)) if inner >= 0 else first
+                    i, j, stretch = end, held_to, min(stretch * 2, 1 << 22)
+                    continue
+                if end > now.next_start(i + 1):  # more than one entry: look closer
+                    stretch = max(stretch // 8, 1)
+                    continue
+            qid, after = now.entry_at(i)
+            if qid <= last:
+                return None
+            held, held_after = was.entry_at(j) if j < was.end else (None, j)
+            if held is not None and held < qid:  # gone from `new`
+                removed.add(held)
+                j = held_after
+                continue
+            entry = bytes(now.span(i, after))
+            if held == qid:
+                if bytes(was.span(j, held_after)) != entry:
+                    differ[qid] = entry
+                j = held_after
+            else:
+                differ[qid] = entry
+            i, last, stretch = after, qid, 1 << 16
+        while j < was.end:
+            held, j = was.entry_at(j)
+            removed.add(held)
+    except ValueError:
+        return None
+    return differ, removed
+
+
+def entries_of_ids(data: bytes, ids: list[str]) -> dict[str, bytes] | None:
+    """The entries of those of `ids` that a lock this code wrote holds, each found by a binary
+    search over its bytes; None when `data` is not such a lock."""
+    entries, found = _entries_in(data), {}
+    if entries is None:
+        return None
+    lo = entries.start
+    try:
+        for qid in sorted(ids):
+            at = entries.lower_bound(qid, lo)
+            if at < entries.end and entries.id_at(at) == qid:
+                found[qid] = bytes(entries.span(at, entries.next_start(at + 1)))
+            lo = at
+    except ValueError:
+        return None
+    return found
 
 
 CONFLICT_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")

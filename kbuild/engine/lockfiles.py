@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .hashing import ABSENT, hash_bytes
-from .lockfile import LockError, lock_entries, patch_lock, read_lock, render_lock
+from .lockfile import LockError, entries_of_ids, lock_entries, patch_lock, read_lock, render_lock
 from .state import Memo
 
 SUFFIX = ".lock"
@@ -62,7 +62,6 @@ class LockFiles:
         self.split = split
         self.folder = path.with_name(path.name + ".d")
         self._shard_files: dict[str, Path] = {}  # by the key's first element: an import asks once an entry
-        self._last_entries: tuple[bytes, dict[str, bytes] | None] | None = None
 
     def file_for(self, key: Sequence[Any]) -> Path:
         if not self.split or not key or not isinstance(key[0], str):
@@ -128,7 +127,7 @@ class LockFiles:
         found: dict[str, bytes] = {}
         for file in self.present():
             try:
-                entries = self.entries_of(file.read_bytes())
+                entries = lock_entries(file.read_bytes())
             except OSError:
                 return None
             if entries is None or not found.keys().isdisjoint(entries):
@@ -136,13 +135,28 @@ class LockFiles:
             found.update(entries)
         return found
 
-    def entries_of(self, data: bytes) -> dict[str, bytes] | None:
-        """lockfile.lock_entries of a lock file's bytes, not to be changed: the last one is kept,
-        since the build after a pull asks twice for the new lock's (the edits it would
-        overwrite, the entries that differ), 0.16 s each at 35,000 entries."""
-        if self._last_entries is None or self._last_entries[0] != data:
-            self._last_entries = (data, lock_entries(data))
-        return self._last_entries[1]
+    def entries_for(self, ids: Iterable[str]) -> dict[str, bytes] | None:
+        """The entries of `ids` (those the lock holds), each found by a binary search of the file
+        the layout puts it in; every entry (entries()) when one is not where the layout says,
+        which a lock laid out otherwise can be. None as for entries()."""
+        wanted: dict[Path, list[str]] = {}
+        for qid in ids:
+            key = key_of(qid)
+            if key is None:
+                return self.entries()
+            wanted.setdefault(self.file_for(key), []).append(qid)
+        found: dict[str, bytes] = {}
+        for file, group in wanted.items():
+            try:
+                entries = entries_of_ids(file.read_bytes(), group)
+            except FileNotFoundError:
+                return self.entries()
+            except OSError:
+                return None
+            if entries is None:
+                return None
+            found.update(entries)
+        return found if len(found) == sum(map(len, wanted.values())) else self.entries()
 
     def render(self, memos: Mapping[str, Memo]) -> dict[Path, bytes | None]:
         """Every file of the lock of `memos`, and None for each present shard that has no entry any more."""

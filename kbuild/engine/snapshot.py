@@ -13,12 +13,13 @@ from typing import Any
 
 from .buildstate import LOCK_FILES, BuildState
 from .hashing import hash_bytes
-from .lockfile import LockError, lock_entries, parse_entry
+from .lockfile import LockError, entries_that_differ, lock_entries, parse_entry, render_lock
 from .lockfiles import key_of
 from .state import FileRead, Memo, flat
 from .verify import read_changed
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
+EMPTY_LOCK = render_lock({})  # what a lock file that is not there holds
 TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this state describes, by name
 
 
@@ -69,32 +70,32 @@ class Snapshot(BuildState):
         changed_files = sorted(name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name))
         if not recorded or not changed_files:
             return False  # a state from before the files were recorded, or the layout changed: read it whole
-        old: dict[str, bytes] = {}
-        new: dict[str, bytes] = {}
+        new: dict[str, bytes] = {}  # the entries that differ, by id
+        gone_from: set[str] = set()  # the ids a file no longer holds (an entry may have moved to another)
         taken = self.engine.state_dir / TAKEN
         for name in changed_files:  # only the files that changed are read, the old ones from the state folder
+            file = lock.path.parent / name
             try:
+                old_data = new_data = EMPTY_LOCK
                 if name in recorded:
                     old_data = (taken / name).read_bytes()
                     if hash_bytes(old_data) != recorded[name]:
                         return False
-                    entries = lock_entries(old_data)
-                    if entries is None or not old.keys().isdisjoint(entries):
-                        return False
-                    old.update(entries)
                 if name in now:
-                    file = lock.path.parent / name
-                    entries = lock.entries_of(hasher.read(hasher.key(file))[0])
-                    if entries is None or not new.keys().isdisjoint(entries):
-                        return False
-                    if ((lock.split or file != lock.path)  # else every entry's place is kbuild.lock
-                            and any((key := key_of(q)) is None or lock.file_for(key) != file for q in entries)):
-                        return False  # an entry the layout puts elsewhere: the lock is written whole
-                    new.update(entries)
+                    new_data = hasher.read(hasher.key(file))[0]
             except OSError:
                 return False
-        differ = [q for q, entry in new.items() if old.get(q) != entry]
-        removed = [q for q in old if q not in new]
+            found = entries_that_differ(old_data, new_data)
+            if found is None or not new.keys().isdisjoint(found[0]):
+                return False
+            if name in now and (lock.split or file != lock.path):  # else every entry's place is kbuild.lock
+                entries = lock_entries(new_data)
+                if entries is None or any((key := key_of(q)) is None or lock.file_for(key) != file for q in entries):
+                    return False  # an entry the layout puts elsewhere: the lock is written whole
+            new.update(found[0])
+            gone_from |= found[1]
+        differ = list(new)
+        removed = [q for q in gone_from if q not in new]
         if 4 * (len(differ) + len(removed)) > max(summary["queries"], 1) or any(q in removed for q in root_ids):
             return False  # most of it: reading the whole lock costs no more
         try:
