@@ -27,11 +27,14 @@ async def page(ctx, i):
     return len(text)
 
 
-@rule
-async def index(ctx, count):
-    sizes = await ctx.query_all([page(i) for i in range(count)])
+def listed(ctx, sizes: list[int]) -> int:
     ctx.write("out/index.md", "".join(f"- {i}: {n}\n" for i, n in enumerate(sizes)))
     return sum(sizes)
+
+
+@rule(uses=(listed,))
+async def index(ctx, count):
+    return listed(ctx, await ctx.query_all([page(i) for i in range(count)]))
 
 
 RULES = [source, page, index]
@@ -181,11 +184,9 @@ async def section(ctx, i):
     return len(words)
 
 
-@rule
+@rule(uses=(listed,))
 async def sections(ctx, count):
-    sizes = await ctx.query_all([section(i) for i in range(count)])
-    ctx.write("out/index.md", "".join(f"- {i}: {n}\n" for i, n in enumerate(sizes)))
-    return sum(sizes)
+    return listed(ctx, await ctx.query_all([section(i) for i in range(count)]))
 
 
 def test_a_pull_through_part_reads_is_taken_in_by_what_differs(tmp_path, graph_loads) -> None:
