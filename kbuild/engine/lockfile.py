@@ -65,29 +65,25 @@ def patch_lock(old: bytes, memos: Mapping[str, Memo], changed: set[str]) -> byte
     rendering only the `changed` queries again. Each is found by a binary search over the bytes,
     and the entries between are copied as they are: a build that ran a few queries of a large
     graph neither parses nor renders the rest. None when `old` is not a lock this code wrote."""
-    header, footer = HEADER.encode(), FOOTER.encode()
-    if not (old.startswith(header) and old.endswith(footer)):
-        return None
-    body = old[len(header):-len(footer)]
-    if body and not body.startswith(ENTRY.encode()):
+    entries = _entries_in(old)
+    if entries is None:
         return None
     try:
-        entries = _Entries(body)
         parts: list[bytes | memoryview] = []
-        kept_from = 0  # where the old entries not yet copied start
+        kept_from = entries.start  # where the old entries not yet copied start
         for qid in sorted(changed):
             at = entries.lower_bound(qid, kept_from)
             parts.append(entries.span(kept_from, at))
             if qid in memos:
                 parts.append(render_entry(qid, memos[qid]).encode())
-            kept_from = entries.next_start(at + 1) if at < len(body) and entries.id_at(at) == qid else at
-        parts.append(entries.span(kept_from, len(body)))
+            kept_from = entries.next_start(at + 1) if at < entries.end and entries.id_at(at) == qid else at
+        parts.append(entries.span(kept_from, entries.end))
     except ValueError:
         return None
-    out: list[bytes | memoryview] = [header]
+    out: list[bytes | memoryview] = [HEADER.encode()]
     for n, part in enumerate(p for p in parts if p):
         out += [JOIN.encode(), part] if n else [part]
-    out.append(footer)
+    out.append(FOOTER.encode())
     return b"".join(out)  # the one copy of the kept bytes
 
 
@@ -134,7 +130,6 @@ class _Entries:
         if self.body.endswith(JOIN.encode(), start, end):
             end -= len(JOIN)
         return memoryview(self.body)[start:max(start, end)]
-
 
     def entry_at(self, start: int) -> tuple[str, int]:
         """The id of the entry at `start` and where the entry after it starts (or the end)."""
@@ -236,16 +231,15 @@ CONFLICT_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")
 
 def lock_entries(data: bytes) -> dict[str, bytes] | None:
     """The entries of a lock this code wrote, each as its bytes (its id line included), by id;
-    None when `data` is not such a lock. Nothing is parsed but the ids: two locks are compared
-    entry by entry as bytes, and only the entries that differ need parsing (parse_entry)."""
-    header, footer = HEADER.encode(), FOOTER.encode()
-    if not (data.startswith(header) and data.endswith(footer)) or len(data) < len(header) + len(footer):
+    None when `data` is not such a lock. Nothing is parsed but the ids: only the entries that
+    are wanted need parsing (parse_entry). Every entry is copied out: to compare two locks,
+    entries_that_differ; to find a few, entries_of_ids."""
+    entries = _entries_in(data)
+    if entries is None:
         return None
-    body = data[len(header):len(data) - len(footer)]
-    if not body:
+    if entries.start == entries.end:
         return {}
-    if not body.startswith(ENTRY.encode()):
-        return None
+    body = data[entries.start:entries.end]
     found: dict[str, bytes] = {}
     id_end = ID_END.encode()
     try:
