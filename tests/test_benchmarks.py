@@ -73,3 +73,12 @@ def test_the_index_build_figure_runs_on_a_small_store_and_checks_both_write_the_
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "kbuild build_index:" in result.stdout and "bm25s over token lists:" in result.stdout
+
+
+def test_the_lock_difference_figure_runs_and_checks_both_ways_agree():
+    """benchmarks/lock_difference.py is where the figure for finding a pull's changed entries in
+    lockfile.py, docs/engine.md and the README comes from; it stops when the two ways disagree."""
+    result = subprocess.run([sys.executable, "benchmarks/lock_difference.py", "--entries", "500", "--changed", "7",
+                             "--runs", "1"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "500 entries" in result.stdout and "7 differ" in result.stdout

@@ -64,8 +64,8 @@ def part_hashes(blob: bytes) -> dict[str, str]:
 def encode_with_parts(value: Any) -> tuple[bytes, dict[str, str]]:
     """encode_value and part_hashes of a value with parts, each entry encoded once: the value's
     bytes are its entries' joined, as canonical_json spells an object. A source's chunks are
-    thousands of entries, and encoding, decoding and encoding them again took a third of the
-    time of the queries that hold them."""
+    thousands of entries, which encoding the value, decoding it and encoding each entry again
+    spelled three times."""
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json")
     if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):

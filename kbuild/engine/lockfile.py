@@ -151,8 +151,9 @@ def entries_that_differ(old: bytes, new: bytes) -> tuple[dict[str, bytes], set[s
     does not hold as they are (their bytes, by id), and the ids of `old` that `new` does not
     hold. Both are sorted by id, so they are walked side by side a stretch at a time: a stretch
     of `new` that `old` holds byte for byte where the walk stands in it is passed with one
-    comparison, and only where they differ are entries looked at one by one. At 35,000 entries
-    of which 20 differ that is milliseconds, where finding every entry of one lock took 0.16 s.
+    comparison, and only where they differ are entries looked at one by one: 7.5 ms for the 20
+    that differ in 35,000, against 0.33 s to split both locks into their entries and compare
+    them (python benchmarks/lock_difference.py).
     None when either is not such a lock, or `new`'s ids are not in order (`old` is the one this
     state wrote)."""
     was, now = _entries_in(old), _entries_in(new)
