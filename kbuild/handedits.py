@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .engine import Engine, Query
+    from .engine.snapshot import StatPass
 
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 
@@ -28,6 +29,7 @@ class Edits:
     by_hand: list[str]  # edited by a person: a build refuses unless forced
     conflicted: list[str]  # left with git's conflict markers: written again
     unrecorded: list[str]  # after a build that was killed: maybe its own writes, written again
+    stat_pass: StatPass | None = None  # what the look found unchanged: for the build that follows at once
 
 
 def has_conflict_markers(data: bytes) -> bool:
@@ -38,16 +40,16 @@ def has_conflict_markers(data: bytes) -> bool:
 def find(engine: Engine, targets: list[Query]) -> Edits:
     by_hand: list[str] = []
     conflicted: list[str] = []
-    edited = engine.edited_outputs(targets)
+    edited, stat_pass = engine.edited_outputs(targets)
     if edited and engine.last_build_unfinished():  # a killed build's writes are not told from edits
-        return Edits([], [], list(edited))
+        return Edits([], [], list(edited), stat_pass)
     for path in edited:
         try:
             data = (engine.root / path).read_bytes()
         except OSError:
             continue  # gone since: nothing to lose
         (conflicted if has_conflict_markers(data) else by_hand).append(path)
-    return Edits(by_hand, conflicted, [])
+    return Edits(by_hand, conflicted, [], stat_pass)
 
 
 def keep(engine: Engine, paths: list[str]) -> dict[str, Path]:

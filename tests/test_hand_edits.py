@@ -157,3 +157,65 @@ def test_after_a_killed_build_a_differing_page_is_written_again_and_kept(project
     assert "not recorded" in copy.read_text()
     (project / "out/b.txt.md").write_text("my own notes\n")
     assert kbuild(project).exit_code == 1  # that build finished: edits are refused again
+
+
+def _aged(root: Path) -> None:
+    """Every file older than the racy window, so the next build records its stat with its hash."""
+    import os
+    import time
+
+    old = time.time() - 60
+    for path in [*root.glob("*.txt"), *root.glob("out/*.md"), root / "kbuild.lock"]:
+        os.utime(path, (old, old))
+
+
+def _stats_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from kbuild.engine.files import FileHasher
+
+    taken: list[str] = []
+    real = FileHasher.unchanged_since
+
+    def counting(self: FileHasher, key: str, recorded: list[int]) -> bool:
+        taken.append(key)
+        return real(self, key, recorded)
+
+    monkeypatch.setattr(FileHasher, "unchanged_since", counting)
+    return taken
+
+
+def test_an_edit_stats_each_file_once_for_the_look_and_the_build(project, monkeypatch):
+    _aged(project)
+    assert kbuild(project).exit_code == 0  # records the stats of the aged files
+    (project / "a.txt").write_text("one two three\n")
+    taken = _stats_taken(monkeypatch)
+    from kbuild.engine.state import State
+
+    loads: list[int] = []
+    real_load = State.load_stats
+    monkeypatch.setattr(State, "load_stats", lambda self: loads.append(1) or real_load(self))
+    assert kbuild(project).exit_code == 0
+    assert len(loads) == 1  # the build's; the look before it looks up the few stats it needs one by one
+    assert "3 words" in (project / "out/a.txt.md").read_text()
+    unchanged = [key for key in taken if key != "a.txt"]
+    assert {"b.txt", "out/b.txt.md"} <= set(unchanged)  # the look for hand edits stat'ed them ...
+    assert len(unchanged) == len(set(unchanged))  # ... and the build took what it found: once each
+
+
+def test_a_file_changed_between_the_look_and_the_build_is_built_by_the_next(project, monkeypatch):
+    from kbuild import handedits
+
+    _aged(project)
+    assert kbuild(project).exit_code == 0
+    real = handedits.find
+
+    def find_then_edit(engine, targets):
+        found = real(engine, targets)
+        (project / "b.txt").write_text("three four five\n")  # after the look, before the build
+        return found
+
+    monkeypatch.setattr(handedits, "find", find_then_edit)
+    assert kbuild(project).exit_code == 0
+    monkeypatch.undo()
+    assert kbuild(project).exit_code == 0  # the change is seen here, whatever the build before did
+    assert "3 words" in (project / "out/b.txt.md").read_text()
+    assert "0 ran" in kbuild(project).output

@@ -17,6 +17,8 @@ from .session import FAILED, LOCKED, WAITING, WRONG, KbuildError, Session, pass_
 
 if TYPE_CHECKING:
     from ..engine import Engine, Query, Report
+    from ..engine.snapshot import StatPass
+    from ..handedits import Edits
 
 
 @click.command()
@@ -77,7 +79,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         print_plan(engine, targets, as_json)
         return
     batches = batchmode.service_for(app, engine.state_dir) if batch else None
-    protect_hand_edits(engine, targets, force, "kbuild build", session.quiet)
+    edits = protect_hand_edits(engine, targets, force, "kbuild build", session.quiet)
     if not dry_run:
         uptodate.forget(engine.state_dir)  # before anything changes: a build under way is never "up to date"
     show = not as_json and not session.quiet
@@ -87,7 +89,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
             service, backend = batches
             collected = batchmode.collect(service, show)
             backend.batch = collected.calls
-        report = run_build(engine, targets, refresh, show)
+        # the look for hand edits stat'ed every file: the first build takes what it found
+        report = run_build(engine, targets, refresh, show, edits.stat_pass if collected is None else None)
         if batches is None or collected is None:
             break
         if not report.waiting:
@@ -118,8 +121,10 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         raise click.exceptions.Exit(FAILED)
 
 
-def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool) -> Report:
-    """One build with its progress shown, its report saved; the engine's errors as one line each."""
+def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool,
+              stat_pass: StatPass | None = None) -> Report:
+    """One build with its progress shown, its report saved; the engine's errors as one line each.
+    `stat_pass`: what the look for hand edits just before found unchanged (Engine.build)."""
     from ..engine import BuildLocked, BuildStopped, LockError
     from ..localstate import LocalState
     from ..progress import Progress
@@ -131,7 +136,7 @@ def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool) -
     counted = show and recorded and sys.stderr.isatty()
     progress = Progress(enabled=show, total=len(engine.plan(targets)) if counted else None)
     try:
-        report = engine.build(targets, refresh=refresh, observer=progress)
+        report = engine.build(targets, refresh=refresh, observer=progress, stat_pass=stat_pass)
     except BuildLocked as exc:
         raise KbuildError(str(exc), LOCKED) from None
     except LockError as exc:
@@ -147,9 +152,10 @@ def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool) -
     return report
 
 
-def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, command: str, quiet: bool = False) -> None:
+def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, command: str, quiet: bool = False) -> Edits:
     """Refuse (exit 1) to build over pages edited by hand, one line each, unless `force`; the
-    text of every edited page a build will overwrite is kept in .kbuild/overwritten/ first."""
+    text of every edited page a build will overwrite is kept in .kbuild/overwritten/ first.
+    The edits found, with what the look found unchanged, for the build that follows."""
     from .. import handedits
     from ..engine import BuildLocked, LockError
 
@@ -174,6 +180,7 @@ def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, comman
         if not quiet or path in edits.by_hand:
             click.secho(f"overwriting {path}, which {why}; its text is kept in "
                         f"{os.path.relpath(copy, engine.root)}", fg="yellow", err=True)
+    return edits
 
 
 def remember_settled(engine: Engine, root: Path, code: dict[str, list[int]], listings: dict[str, list[str]],

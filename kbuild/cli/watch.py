@@ -39,11 +39,11 @@ def watch(session: Session, debounce: int, settle: int, force: bool = False) -> 
         for problem in spec.before_build() if spec.before_build else []:
             click.secho(f"failed: {problem}", fg="red", err=True)
         try:
-            protect_hand_edits(engine, targets, force, "kbuild watch")
+            edits = protect_hand_edits(engine, targets, force, "kbuild watch")
         except KbuildError as exc:  # edited pages are kept: the builds wait until they are restored or removed
             return f"not built: {exc.format_message()}"
         try:
-            report = engine.build(targets)
+            report = engine.build(targets, stat_pass=edits.stat_pass)
         except (BuildLocked, LockError, BuildStopped) as exc:
             return f"not built: {exc}"
         save_report(LocalState(engine.state_dir), report)

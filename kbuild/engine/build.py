@@ -15,7 +15,7 @@ from .lockfile import LockError
 from .report import BuildStopped, Problem, Report, stop_for
 from .rule import Query
 from .scan import Scan
-from .snapshot import CLEAN, Snapshot
+from .snapshot import CLEAN, Snapshot, StatPass
 
 
 UNFINISHED = "unfinished"  # meta key: a build started and has not ended (killed, stopped)
@@ -24,14 +24,15 @@ UNFINISHED = "unfinished"  # meta key: a build started and has not ended (killed
 class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
     """A build: the build state with every step of the algorithm."""
 
-    async def run(self, targets: list[Query], collect_garbage: bool) -> Report:
+    async def run(self, targets: list[Query], collect_garbage: bool, stat_pass: StatPass | None = None) -> Report:
+        """`stat_pass`: what a look at the files made just before this build found unchanged."""
         started = time.perf_counter()
         for r in {t.rule for t in targets}:
             self.engine.register(r)
         root_ids = [t.id for t in targets]
         report = self.report
-        summary = self.clean_summary(root_ids)
-        changed_files, changed_outputs = self.changed_since(summary) if summary else ([], [])
+        summary = self.clean_summary(root_ids, stat_pass)
+        changed_files, changed_outputs = self.changed_since(summary, stat_pass) if summary else ([], [])
         if summary is not None and not changed_files and not changed_outputs:
             report.reused = summary["queries"]  # the no-op: nothing changed, the graph is not read
             self._complete_stats(summary)

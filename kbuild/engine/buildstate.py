@@ -46,7 +46,7 @@ class BuildState:
         self.state = state
         self.refresh = refresh
         self.observer = observer
-        self.hasher = FileHasher(engine.root, state.load_stats)
+        self.hasher = FileHasher(engine.root, state.load_stats, state.load_stat if read_only else None)
         self.sources = SourceTexts(json.loads(state.get_meta("sources") or "{}"))
         self.lock_key = self.hasher.key(engine.lock_path)  # how messages name the lock
         self.lock_changed = self.lock_digest() not in (ABSENT, state.get_meta("lock_hash"))

@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from .hashing import ABSENT
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .lockfiles import LockFiles
 from .report import Report, StateDamaged, state_damaged, stop_for
-from .snapshot import CLEAN
+from .snapshot import CLEAN, StatPass
 from .rule import Query, Rule
 from .staleness import Inspection
 from .state import FileRead, Memo, State, flat
@@ -97,9 +98,11 @@ class Engine:
         collect_garbage: bool = True,
         refresh: bool = False,
         observer: Observer | None = None,
+        stat_pass: StatPass | None = None,
     ) -> Report:
         """Bring `targets` up to date. With `collect_garbage`, queries no target reaches any more
-        are forgotten and their files removed (pass False when building a subset).
+        are forgotten and their files removed (pass False when building a subset). `stat_pass`:
+        what `edited_outputs`, called by the same command just before, found unchanged.
 
         Damaged local state is dropped and the build run again from the lock, with a warning:
         each attempt has an event loop of its own, so nothing of the first one runs on."""
@@ -107,7 +110,7 @@ class Engine:
 
         def attempt() -> Report:
             return eventloop.run(self.build_async(targets, collect_garbage=collect_garbage, refresh=refresh,
-                                                  observer=observer))
+                                                  observer=observer, stat_pass=stat_pass))
 
         try:
             return attempt()
@@ -130,6 +133,7 @@ class Engine:
         collect_garbage: bool = True,
         refresh: bool = False,
         observer: Observer | None = None,
+        stat_pass: StatPass | None = None,
     ) -> Report:
         targets = list(targets)
         with BuildLock(self.state_dir):
@@ -139,7 +143,7 @@ class Engine:
                 raise stop_for(exc, "writing the local state .kbuild/state.db") or exc from None
             build = Build(self, state, refresh, observer)
             try:
-                report = await build.run(targets, collect_garbage)
+                report = await build.run(targets, collect_garbage, stat_pass)
             except sqlite3.Error as exc:  # the state failed outside any query
                 if not build.stop(exc, "writing the local state .kbuild/state.db"):
                     raise
@@ -166,10 +170,11 @@ class Engine:
             build.settle(root_ids)
             return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
 
-    def edited_outputs(self, targets: Iterable[Query]) -> dict[str, str]:
+    def edited_outputs(self, targets: Iterable[Query]) -> tuple[dict[str, str], StatPass | None]:
         """Each recorded output that is there but is not what the build that wrote it left
         (edited by a person; not a symlink, which a build replaces without writing through it),
-        with the query that writes it: what a build would overwrite. An
+        with the query that writes it: what a build would overwrite; and what the look found
+        unchanged by its stat, for the build that follows at once (`build(stat_pass=)`). An
         output of a lock entry a merge marked to run again is not one (the merge wrote it).
         After a build that left every query settled, a stat per output it wrote, and only the
         outputs that changed since are looked up, in the lock when a pull changed it; else the
@@ -182,8 +187,11 @@ class Engine:
             blob = None if build.lock_behind else build.state.get_meta(CLEAN)
             memos: dict[str, Memo] | None = None
             only: set[str] | None = None  # the outputs worth a look
+            stat_pass: StatPass | None = None
             if blob is not None:
-                _, changed = build.changed_since(json.loads(blob))  # what the last build wrote, as it wrote it
+                summary = json.loads(blob)
+                _, changed = build.changed_since(summary)  # what the last build wrote, as it wrote it
+                stat_pass = replace(build.stat_pass, summary=(blob, summary))
                 only = set(changed)
                 writers = {q for qs in build.state.writers(changed).values() for q in qs}
                 if not build.lock_changed:
@@ -208,7 +216,7 @@ class Engine:
                     full = self.root / path  # a symlink is replaced, its target untouched: nothing lost
                     if now != digest and now != ABSENT and full.is_file() and not full.is_symlink():
                         edited[path] = qid
-            return dict(sorted(edited.items()))
+            return dict(sorted(edited.items())), stat_pass
 
     def last_build_unfinished(self) -> bool:
         """Whether the last build was killed or stopped: then an output that differs from its

@@ -156,12 +156,16 @@ class FileHasher:
     Keys are paths relative to the root when inside it (so the lock is portable), else absolute.
     """
 
-    def __init__(self, root: Path, stat_cache: Callable[[], dict[str, tuple[StatKey, str]]]) -> None:
+    def __init__(self, root: Path, stat_cache: Callable[[], dict[str, tuple[StatKey, str]]],
+                 stat_of: Callable[[str], tuple[StatKey, str] | None] | None = None) -> None:
         """`stat_cache` loads the stat cache when a file is first hashed (a no-op build that
-        finds every file as the last build left it never needs it)."""
+        finds every file as the last build left it never needs it). With `stat_of`, the hasher
+        only reads (a look before a build, a check): it looks up one file's entry at a time and
+        keeps none, where loading them all cost 23 ms at 5,000 facts to learn a few."""
         self.root = root
         self._root = str(root)  # os.path on strings: pathlib costs more than the stat itself
         self._load_stats = stat_cache
+        self._stat_of = stat_of
         self._stat_cache: dict[str, tuple[StatKey, str]] | None = None
         self.changed_stats: set[str] = set()
         self._this_build: dict[str, str] = {}
@@ -229,7 +233,7 @@ class FileHasher:
             return ABSENT
         if not stat.S_ISREG(st.st_mode):
             return NOT_A_FILE
-        cached = self.stat_cache.get(key)
+        cached = self._stat_of(key) if self._stat_of is not None else self.stat_cache.get(key)
         if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
             return cached[1]
         try:
@@ -241,6 +245,8 @@ class FileHasher:
         return digest
 
     def _remember(self, key: str, digest: str, st: os.stat_result | None = None) -> None:
+        if self._stat_of is not None:
+            return  # only reading: nothing is saved, and this build knows the digest (_this_build)
         try:
             st = st or os.stat(self.full(key))
         except FileNotFoundError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from .buildstate import LOCK_FILES, BuildState
@@ -23,6 +24,28 @@ EMPTY_LOCK = render_lock({})  # what a lock file that is not there holds
 TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this state describes, by name
 
 
+@dataclass(frozen=True)
+class StatPass:
+    """What one look at the files found by their stat alone: each path that had the stat the
+    clean summary recorded with its hash, as (hash, stat). A build that the same command starts
+    at once, after its look for hand edits, takes these as they were and stats only the rest:
+    one stat pass per command, not two (35 ms of a one-sentence edit at 5,000 facts). A path
+    counts only while the summary still pairs that hash with that stat (a pull taken in between
+    changes both). The summary it looked against comes along, parsed once (22 ms at 5,000
+    facts), for a build that finds the same one recorded."""
+
+    unchanged: dict[str, tuple[str, list[int]]]
+    summary: tuple[str, dict[str, Any]] | None = None  # (as recorded, parsed): not to be changed
+
+    def parsed(self, blob: str) -> dict[str, Any] | None:
+        """A copy of the summary parsed from `blob`, if it is the one this pass looked against."""
+        if self.summary is None or self.summary[0] != blob:
+            return None
+        parsed = self.summary[1]
+        return {**parsed, "fingerprints": dict(parsed["fingerprints"]), "files": dict(parsed["files"]),
+                "outputs": dict(parsed["outputs"]), "stats": dict(parsed.get("stats", {}))}
+
+
 def _targets_digest(root_ids: list[str]) -> str:
     return hash_bytes("\n".join(sorted(root_ids)).encode())
 
@@ -34,15 +57,15 @@ def _holds(dep: str, recorded: str, source: Memo) -> bool:
 
 
 class Snapshot(BuildState):
-    def clean_summary(self, root_ids: list[str]) -> dict[str, Any] | None:
+    def clean_summary(self, root_ids: list[str], earlier: StatPass | None = None) -> dict[str, Any] | None:
         """What the last build recorded when it left every query settled, if it still describes
-        this build: the same lock, targets and rules."""
+        this build: the same lock, targets and rules (parsed by `earlier`, when it parsed it)."""
         if self.lock_behind or (self.lock_changed and self.read_only):
             return None
         blob = self.state.get_meta(CLEAN)
         if blob is None:
             return None
-        summary = json.loads(blob)
+        summary = (earlier.parsed(blob) if earlier is not None else None) or json.loads(blob)
         if summary["targets"] != _targets_digest(root_ids):
             return None
         rules = self.engine.rules
@@ -201,16 +224,22 @@ class Snapshot(BuildState):
         except (OSError, LockError):
             pass
 
-    def changed_since(self, summary: dict[str, Any]) -> tuple[list[str], list[str]]:
+    def changed_since(self, summary: dict[str, Any], earlier: StatPass | None = None) -> tuple[list[str], list[str]]:
         """The files read and the outputs written that changed since the summary: a stat per
         file, as `git status` does, and not the graph (nor the stat cache, when each file still
-        has the stat the summary recorded with its hash)."""
+        has the stat the summary recorded with its hash); none for what `earlier` found so.
+        What this look found by stat alone is left in `self.stat_pass`."""
         hasher, stats = self.hasher, summary.get("stats", {})
+        known = earlier.unchanged if earlier is not None else {}
+        unchanged: dict[str, tuple[str, list[int]]] = {}
+        self.stat_pass = StatPass(unchanged)
         self.restatted = False
 
         def changed(path: str, digest: str) -> bool:
             recorded = stats.get(path)
-            if recorded is not None and hasher.unchanged_since(path, recorded):
+            if recorded is not None and (known.get(path) == (digest, recorded)
+                                         or hasher.unchanged_since(path, recorded)):
+                unchanged[path] = (digest, recorded)
                 return False
             now = hasher.hash(path)
             if now == digest and recorded is not None:

@@ -276,6 +276,10 @@ class State:
         rows = self.db.execute("SELECT path, size, mtime_ns, ino, hash FROM files")
         return {r[0]: ((r[1], r[2], r[3]), r[4]) for r in rows}
 
+    def load_stat(self, path: str) -> tuple[StatKey, str] | None:
+        row = self.db.execute("SELECT size, mtime_ns, ino, hash FROM files WHERE path=?", (path,)).fetchone()
+        return None if row is None else ((row[0], row[1], row[2]), row[3])
+
     def save_stats(self, stats: dict[str, tuple[StatKey, str]], keys: Iterable[str]) -> None:
         for key in keys:
             entry = stats.get(key)
