@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbuild.checks import store as check
 from kbuild.checks.links import broken_links_in, link_targets, missing_links
@@ -148,3 +150,15 @@ def test_link_targets_and_missing_links_say_what_broken_links_in_says(tmp_path: 
         (store / name).write_text("x")
     for page in (store / "f" / "p.md", store / "f" / "text.md"):
         assert missing_links(link_targets(text, page, store, code=code)) == broken_links_in(text, page, store, code=code)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["kb", "p", "x.md", "..", "."]), max_size=5))
+def test_a_verdict_names_a_link_target_as_relpath_does(parts):
+    import os
+
+    from kbuild.checks.pages import _relative
+
+    top = "/work/store"
+    resolved = os.path.normpath(os.path.join(top, *parts))
+    assert _relative(resolved, top) == os.path.relpath(resolved, top)

@@ -28,11 +28,20 @@ def verdict(path: str, data: bytes, root: Path, store_root: Path, code: bool = F
     top = os.path.normpath(os.path.abspath(root))
     return {
         "page": hash_bytes(data),
-        "links": [[target, None if resolved is None else os.path.relpath(resolved, top).replace(os.sep, "/")]
+        "links": [[target, None if resolved is None else _relative(resolved, top)]
                   for target, resolved in link_targets(text, root / path, store_root, code=code)],
         # The whole page, quotes and code included: only raw/ keeps a source's words as they were.
         "secrets": sorted(set(find_secrets(text))),
     }
+
+
+def _relative(resolved: str, top: str) -> str:
+    """`resolved` (normalised, absolute) from `top` (the same), with / between its parts: a
+    link inside the store is inside `top`, and slicing it off is what os.path.relpath gives
+    at a tenth of the cost (a third of a view page's verdict at 2,000 facts)."""
+    if resolved.startswith(top + os.sep):
+        return resolved[len(top) + 1:].replace(os.sep, "/")
+    return os.path.relpath(resolved, top).replace(os.sep, "/")
 
 
 def note_page(ctx: Any, path: str, data: bytes | str, store_root: Path, code: bool = False) -> None:

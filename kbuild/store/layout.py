@@ -114,5 +114,21 @@ class Store:
 
 
 def link(from_page: str, to: str) -> str:
-    """A relative Markdown link target from one store page to another path."""
-    return relpath(to, start=from_page.rsplit("/", 1)[0] if "/" in from_page else ".")
+    """A relative Markdown link target from one store page to another path: what
+    posixpath.relpath gives. Store paths are plain relative paths, whose parts are compared as
+    they stand; relpath makes both absolute first, which was a third of a view page's time at
+    2,000 facts (2,400 links). Any other path goes to relpath itself."""
+    start = from_page.rsplit("/", 1)[0] if "/" in from_page else "."
+    to_parts, start_parts = to.split("/"), [] if start == "." else start.split("/")
+    if to.startswith("/") or start.startswith("/") or not _PLAIN.isdisjoint(to_parts) \
+            or not _PLAIN.isdisjoint(start_parts):
+        return relpath(to, start=start)
+    common = 0
+    for a, b in zip(to_parts, start_parts):
+        if a != b:
+            break
+        common += 1
+    return "/".join([".."] * (len(start_parts) - common) + to_parts[common:]) or "."
+
+
+_PLAIN = frozenset(("", ".", ".."))  # a path with one of these parts is not plain
