@@ -12,6 +12,7 @@ import pytest
 
 from kbuild.engine import BuildLocked, CallDeferred, Engine, FileRead, Rule, rule
 from kbuild.engine.buildlock import BuildLock
+from kbuild.engine.files import atomic_write
 from kbuild.engine.lockfile import patch_lock, render_lock
 from kbuild.engine.state import Memo
 
@@ -366,6 +367,31 @@ def test_a_lock_patched_where_queries_changed_equals_one_rendered_afresh():
             else:
                 memos[qid] = memo(qid)
         assert patch_lock(old, memos, changed) == render_lock(memos)
+
+
+def test_a_lock_file_patched_from_its_memory_map_is_written_as_one_rendered_afresh(tmp_path):
+    """The build patches the lock file on disk through a memory map, writing the entries it
+    kept as views of the old file: what it writes, and its hash, are the whole lock's."""
+    from kbuild.engine.hashing import hash_bytes, hash_pieces
+    from kbuild.engine.lockfiles import LockFiles
+
+    rng = random.Random(11)
+    names = [f'r("q{i:03}")' for i in range(200)]  # ids as rules make them: a removed one's key is read back
+    memos = {q: Memo(q, "r", [q[3:-2]], "f", [], str(rng.random()), {}, {}) for q in names}
+    lock = LockFiles(tmp_path / "kbuild.lock", False)
+    lock.path.write_bytes(render_lock(memos))
+    for _ in range(20):
+        changed = set(rng.sample(names, rng.randrange(1, 8)))
+        for qid in changed:
+            if rng.random() < 0.3:
+                memos.pop(qid, None)
+            else:
+                memos[qid] = Memo(qid, "r", [qid[3:-2]], "f", [], str(rng.random()), {}, {})
+        (pieces,) = lock.patch(memos, changed).values()
+        assert b"".join(pieces) == render_lock(memos) and hash_pieces(pieces) == hash_bytes(render_lock(memos))
+        atomic_write(lock.path, pieces)
+        del pieces
+        assert lock.path.read_bytes() == render_lock(memos)
 
 
 def test_reads_are_typed_as_files_or_queries_wherever_the_graph_is_loaded_from(folder):

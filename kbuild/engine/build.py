@@ -10,7 +10,7 @@ from .collect import Collect
 from .demand import Demand
 from .files import atomic_write
 from .graphload import GraphLoading
-from .hashing import hash_bytes
+from .hashing import hash_pieces
 from .lockfile import LockError
 from .report import BuildStopped, Problem, Report, stop_for
 from .rule import Query
@@ -99,15 +99,17 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
                     and self.lock_digest() == self.state.get_meta("lock_hash")):
                 files = lock.patch(self.memos, self.changed)
             if files is None:
-                files = lock.render(self.memos if self.reached is None else self.state.load_memos())
-            for file, data in sorted(files.items(), key=lambda item: item[0] == lock.path):  # kbuild.lock last
+                rendered = lock.render(self.memos if self.reached is None else self.state.load_memos())
+                files = {f: None if data is None else [data] for f, data in rendered.items()}
+            for file, pieces in sorted(files.items(), key=lambda item: item[0] == lock.path):  # kbuild.lock last
                 key = self.hasher.key(file)
-                if data is None:
+                if pieces is None:
                     file.unlink(missing_ok=True)
                     self.hasher.forget(key)
                 else:
-                    atomic_write(file, data)
-                    self.hasher.wrote(key, hash_bytes(data))
+                    atomic_write(file, pieces)
+                    self.hasher.wrote(key, hash_pieces(pieces))
+            del files  # the views of the old lock files, so their maps are let go
             digests = self.lock_digests()
         except (OSError, LockError) as exc:
             why = exc.strerror or exc if isinstance(exc, OSError) else exc

@@ -78,8 +78,9 @@ def read_regular(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write to a temporary file beside `path`, flush it, then rename it into place.
+def atomic_write(path: Path, data: bytes | list[bytes | memoryview], durable: bool = True) -> None:
+    """Write to a temporary file beside `path`, flush it, then rename it into place. `data` may
+    be pieces, written one after the other (a lock patched from views of the old one).
 
     A crash leaves the old file or the new one, never a torn one. `durable=False` skips the
     fsync, for files whose loss after a power cut costs only a recomputation (a cache entry that
@@ -96,7 +97,10 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     try:
         with os.fdopen(fd, "wb") as out:
             os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes it 0600; a page is as readable as any file
-            out.write(data)
+            if isinstance(data, bytes):
+                out.write(data)
+            else:
+                out.writelines(data)
             out.flush()
             if durable:
                 os.fsync(out.fileno())

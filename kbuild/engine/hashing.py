@@ -18,6 +18,14 @@ def hash_bytes(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(data)
 
 
+def hash_pieces(pieces: list[bytes | memoryview]) -> str:
+    """The hash_bytes of the pieces written one after the other, without joining them."""
+    digest = xxhash.xxh3_128()
+    for piece in pieces:
+        digest.update(piece)
+    return digest.hexdigest()
+
+
 def hash_stream(stream: BinaryIO, block: int = 1 << 20) -> str:
     """The hash_bytes of everything `stream` holds, a block at a time: a large file is hashed in
     constant memory."""

@@ -6,12 +6,15 @@ page shows in `git diff` as the lines of the hashes that changed.
 from __future__ import annotations
 
 import json
+import mmap
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from collections.abc import Mapping
 from typing import Any
 from pathlib import Path
 
 from .state import Memo, typed_reads
+
+Buffer = bytes | mmap.mmap  # a lock's bytes: read, or mapped into memory (find and slices, no copy)
 
 LOCK_VERSION = 1
 
@@ -62,9 +65,17 @@ def render_lock(memos: Mapping[str, Memo]) -> bytes:
 
 def patch_lock(old: bytes, memos: Mapping[str, Memo], changed: set[str]) -> bytes | None:
     """The lock of `memos`, made from the `old` lock (which this code wrote, so it is sorted) by
-    rendering only the `changed` queries again. Each is found by a binary search over the bytes,
-    and the entries between are copied as they are: a build that ran a few queries of a large
-    graph neither parses nor renders the rest. None when `old` is not a lock this code wrote."""
+    rendering only the `changed` queries again. None when `old` is not a lock this code wrote."""
+    pieces = patch_lock_pieces(old, memos, changed)
+    return None if pieces is None else b"".join(pieces)
+
+
+def patch_lock_pieces(old: Buffer, memos: Mapping[str, Memo], changed: set[str]) -> list[bytes | memoryview] | None:
+    """patch_lock's bytes as the pieces to write one after the other: the entries kept are views
+    of `old` (bytes, or the old lock mapped into memory), never copied. Each changed query is
+    found by a binary search over the bytes, and the entries between are kept as they are: a
+    build that ran a few queries of a large graph neither parses nor renders the rest, nor
+    copies it (reading and joining a 25 MB lock was 30 ms of a one-sentence edit at 5,000 facts)."""
     entries = _entries_in(old)
     if entries is None:
         return None
@@ -84,14 +95,14 @@ def patch_lock(old: bytes, memos: Mapping[str, Memo], changed: set[str]) -> byte
     for n, part in enumerate(p for p in parts if p):
         out += [JOIN.encode(), part] if n else [part]
     out.append(FOOTER.encode())
-    return b"".join(out)  # the one copy of the kept bytes
+    return out
 
 
 class _Entries:
     """A lock's entries, read where they are needed: `body[start:end]` (all of it by default)
     holds them, and an entry starts at `start` or after JOIN + ENTRY."""
 
-    def __init__(self, body: bytes, start: int = 0, end: int | None = None) -> None:
+    def __init__(self, body: Buffer, start: int = 0, end: int | None = None) -> None:
         self.body, self.start, self.end = body, start, len(body) if end is None else end
         self.separator = (JOIN + ENTRY).encode()
         self.id_end = ID_END.encode()
@@ -106,7 +117,9 @@ class _Entries:
     def id_at(self, start: int) -> str:
         # An id ends at the first quote followed by `: {` and a newline: JSON escapes both
         # quotes and newlines inside it.
-        end = self.body.index(self.id_end, start)
+        end = self.body.find(self.id_end, start)
+        if end < 0:
+            raise ValueError("an entry without its id")
         return json.loads(self.body[start + len(ENTRY) - 1:end + 1])
 
     def lower_bound(self, qid: str, lo: int) -> int:
@@ -127,7 +140,7 @@ class _Entries:
 
     def span(self, start: int, end: int) -> memoryview:
         """The entries from `start` up to `end` (entry starts), without the JOIN that follows."""
-        if self.body.endswith(JOIN.encode(), start, end):
+        if end - start >= len(JOIN) and self.body[end - len(JOIN):end] == JOIN.encode():
             end -= len(JOIN)
         return memoryview(self.body)[start:max(start, end)]
 
@@ -136,14 +149,14 @@ class _Entries:
         return self.id_at(start), self.next_start(start + 1)
 
 
-def _entries_in(data: bytes) -> _Entries | None:
+def _entries_in(data: Buffer) -> _Entries | None:
     """The entries of a lock this code wrote, between its header and footer (not copied);
-    None for another file."""
-    header, footer = HEADER.encode(), FOOTER.encode()
-    if not (data.startswith(header) and data.endswith(footer)) or len(data) < len(header) + len(footer):
+    None for another file. Compared by slices, which bytes and a memory map both have."""
+    header, footer, entry = HEADER.encode(), FOOTER.encode(), ENTRY.encode()
+    if len(data) < len(header) + len(footer) or data[:len(header)] != header or data[-len(footer):] != footer:
         return None
     start, end = len(header), len(data) - len(footer)
-    return _Entries(data, start, end) if start == end or data.startswith(ENTRY.encode(), start) else None
+    return _Entries(data, start, end) if start == end or data[start:start + len(entry)] == entry else None
 
 
 def entries_that_differ(old: bytes, new: bytes) -> tuple[dict[str, bytes], set[str]] | None:

@@ -16,6 +16,7 @@ taken, and an id found twice is an error.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .hashing import ABSENT, hash_bytes
-from .lockfile import LockError, entries_of_ids, lock_entries, patch_lock, read_lock, render_lock
+from .lockfile import LockError, entries_of_ids, lock_entries, patch_lock_pieces, read_lock, render_lock
 from .state import Memo
 
 SUFFIX = ".lock"
@@ -167,11 +168,12 @@ class LockFiles:
         files.update((f, render_lock(group)) for f, group in groups.items())
         return files
 
-    def patch(self, memos: Mapping[str, Memo], changed: set[str]) -> dict[Path, bytes | None] | None:
+    def patch(self, memos: Mapping[str, Memo], changed: set[str]) -> dict[Path, list[bytes | memoryview] | None] | None:
         """The files that the `changed` queries' entries lie in, each rendered again from the one
-        on disk (lockfile.patch_lock), None for a shard left empty; the other files are as they
-        are. None when a file cannot be patched (not a lock this code wrote, or an id whose key
-        cannot be read back), and the lock is rendered whole."""
+        on disk, mapped into memory (lockfile.patch_lock_pieces), as the pieces to write; None
+        for a shard left empty; the other files are as they are. None when a file cannot be
+        patched (not a lock this code wrote, or an id whose key cannot be read back), and the
+        lock is rendered whole."""
         groups: dict[Path, set[str]] = {}
         for qid in changed:
             memo = memos.get(qid)
@@ -179,16 +181,28 @@ class LockFiles:
             if key is None:
                 return None
             groups.setdefault(self.file_for(key), set()).add(qid)
-        files: dict[Path, bytes | None] = {}
+        files: dict[Path, list[bytes | memoryview] | None] = {}
+        empty = render_lock({})
         for file, group in groups.items():
             try:
-                old = file.read_bytes()
+                old = _mapped(file)
             except FileNotFoundError:
-                old = render_lock({})  # a shard that had no entry
-            except OSError:
+                old = empty  # a shard that had no entry
+            except (OSError, ValueError):
                 return None
-            data = patch_lock(old, memos, group)
-            if data is None:
+            pieces = patch_lock_pieces(old, memos, group)
+            if pieces is None:
                 return None
-            files[file] = None if file != self.path and data == render_lock({}) else data
+            left_empty = file != self.path and sum(map(len, pieces)) == len(empty) and b"".join(pieces) == empty
+            files[file] = None if left_empty else pieces
         return files
+
+
+def _mapped(file: Path) -> bytes | mmap.mmap:
+    """The file's bytes mapped into memory, read only (an empty file as it is: it cannot be
+    mapped). The map lasts while any view of it does; the lock is only ever replaced by a
+    rename, never written in place, so what it maps does not change under it."""
+    with open(file, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
