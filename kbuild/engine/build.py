@@ -109,7 +109,6 @@ class Build(GraphLoading, Snapshot, Scan, Demand, Collect):
                 else:
                     atomic_write(file, pieces)
                     self.hasher.wrote(key, hash_pieces(pieces))
-            del files  # the views of the old lock files, so their maps are let go
             digests = self.lock_digests()
         except (OSError, LockError) as exc:
             why = exc.strerror or exc if isinstance(exc, OSError) else exc
