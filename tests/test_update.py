@@ -175,3 +175,30 @@ def test_a_malformed_entry_fails_its_source_and_keeps_its_pages_only_a_removed_o
     assert "other" in (store / "kb/shop/index.md").read_text()  # the index above keeps its version
     sources.write_text(good)
     assert kbuild(store).exit_code == 0 and kbuild(store, "check").exit_code == 0
+
+
+def test_a_store_of_path_sources_is_the_same_whatever_day_it_is_built(tmp_path, monkeypatch):
+    """A rule's pages are a function of its inputs: built again on another day (a fresh clone's
+    first build runs the copies again), a path source's raw copy must not change, or every
+    source's meta.yml and the lock show in `git diff` with nothing changed."""
+    import datetime
+    import types
+
+    from kbuild.store import fetch
+
+    def built(root: Path) -> dict[str, bytes]:
+        small_store(root, {"payments.md": PAYMENTS})
+        assert kbuild(root).exit_code == 0
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted([*(root / "kb").rglob("*"), root / "kbuild.lock"]) if p.is_file()}
+
+    today = built(tmp_path / "today")
+
+    class Later(datetime.date):
+        @classmethod
+        def today(cls) -> datetime.date:
+            return cls(2031, 1, 1)
+
+    monkeypatch.setattr(fetch, "datetime", types.SimpleNamespace(date=Later))
+    later = built(tmp_path / "later")
+    assert [p for p in today if today[p] != later.get(p)] == []
