@@ -82,3 +82,13 @@ def test_the_lock_difference_figure_runs_and_checks_both_ways_agree():
                              "--runs", "1"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "500 entries" in result.stdout and "7 differ" in result.stdout
+
+
+def test_the_check_record_figures_run_on_a_small_store():
+    """benchmarks/check_record.py is what docs/design.md's decision 14 rests on: it reads the
+    state's tables by name, so it must follow them."""
+    result = subprocess.run([sys.executable, "benchmarks/check_record.py", "--facts", "20", "--runs", "1"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| project of 20 facts")]
+    assert len(rows) == 1 and " ms for " in rows[0]

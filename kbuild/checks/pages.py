@@ -37,8 +37,8 @@ def verdict(path: str, data: bytes, root: Path, store_root: Path, code: bool = F
 
 def _relative(resolved: str, top: str) -> str:
     """`resolved` (normalised, absolute) from `top` (the same), with / between its parts: a
-    link inside the store is inside `top`, and slicing it off is what os.path.relpath gives
-    at a tenth of the cost (a third of a view page's verdict at 2,000 facts)."""
+    link inside the store is inside `top`, and slicing it off is what os.path.relpath gives,
+    without making both absolute again for each of a page's links."""
     if resolved.startswith(top + os.sep):
         return resolved[len(top) + 1:].replace(os.sep, "/")
     return os.path.relpath(resolved, top).replace(os.sep, "/")

@@ -166,8 +166,8 @@ class FileHasher:
         """`stat_cache` loads the stat cache when a file is first hashed (a no-op build that
         finds every file as the last build left it never needs it). With `stat_of`, the hasher
         only reads (a look before a build, a check) and keeps nothing: it looks up the entries of
-        its first few files one at a time, where loading them all cost 23 ms at 5,000 facts to
-        learn a few, and loads them all once it needs more (a check hashes every file)."""
+        its first few files one at a time, rather than load them all to learn a few, and loads
+        them all once it needs more (a check hashes every file)."""
         self.root = root
         self._prefix = os.path.join(str(root), "")  # os.path on strings: pathlib costs more than the stat itself
         self._load_stats = stat_cache

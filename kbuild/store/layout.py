@@ -116,8 +116,8 @@ class Store:
 def link(from_page: str, to: str) -> str:
     """A relative Markdown link target from one store page to another path: what
     posixpath.relpath gives. Store paths are plain relative paths, whose parts are compared as
-    they stand; relpath makes both absolute first, which was a third of a view page's time at
-    2,000 facts (2,400 links). Any other path goes to relpath itself."""
+    they stand, where relpath makes both absolute first (a view page of 2,000 facts has 2,400
+    links). Any other path goes to relpath itself."""
     start = from_page.rsplit("/", 1)[0] if "/" in from_page else "."
     to_parts, start_parts = to.split("/"), [] if start == "." else start.split("/")
     if to.startswith("/") or start.startswith("/") or not _PLAIN.isdisjoint(to_parts) \
