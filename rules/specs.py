@@ -15,22 +15,22 @@ from .guard import unsupported_claims, write_grounded
 from .settings import model_rule
 from .sources import listing
 from .values import SpecPage
-from .views import view_page
+from .views import view_parts, view_sections
 
 
 @model_rule("spec", "grounding", version=5, settings=("store", "label"),
-            uses=(unsupported, "kbuild.notes", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
+            uses=(unsupported, view_parts, view_sections, "kbuild.notes", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
     request = next(s for s in listed.specs if s.name == name)
-    view = await ctx.query(view_page(project, request.view))
+    _, sections = await view_sections(ctx, project, request.view)
     statements = [{"text": st.text, "cites": st.cites, "origin": sec.origin}
-                  for sec in view.sections for st in sec.statements]
+                  for sec in sections for st in sec.statements]
     requirements = await ctx.settings.backend.write_spec(ctx, name, statements)
     path = store.spec(project, name)
     lines = [f"# Spec: {name}\n",
-             f"_What is required to be delivered, written from the [{request.view} view]({link(path, view.path)}). "
+             f"_What is required to be delivered, written from the [{request.view} view]({link(path, store.view(project, request.view))}). "
              f"Every requirement links to the facts that support it. Requirements: {ctx.settings.label}._\n",
              f"Up: [specs](index.md) · [{project}](../../index.md)\n", "## Requirements\n"]
     origins = {ref: st["origin"] for st in statements for ref in st["cites"]}

@@ -160,10 +160,11 @@ class Section(Value):
 
 
 class ViewPage(Value):
+    """What the views' index shows of a view page."""
+
     path: str
     summary: str
     gap: bool
-    sections: list[Section]
 
 
 class SpecPage(Value):

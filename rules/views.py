@@ -145,24 +145,36 @@ async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
 
-@rule(version=3, uses=(complete,), settings=("store", "label"), returns=ViewPage)
-async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
-    store = ctx.settings.store
+async def view_parts(ctx: Context, project: str, view: str) -> tuple[str, list[tuple[str, str, int]]]:
+    """What a view is for and its sections' keys in page order, (origin, source, group): one per
+    group of each source's facts for a default view, one per source with hits for a view on
+    request. Its page and a spec written from it read the same sections."""
     listed = await ctx.query(listing(project))
     request = next((v for v in listed.views if v.name == view), None)
     if request is not None:
         ranked = await ctx.query(view_hits(project, view))
-        keys = [k for k in ranked["origins"] if k in ranked["hits"]]
-        parts = [(*k.split("/", 1), -1) for k in keys]
-        purpose = f"On request: {request.about}"
-    else:
-        outlines = complete(ctx, await ctx.query_all([fact_groups(project, s) for s in listed.ids],
-                                                     return_failures=True))
-        parts = [(project, s, n) for s, o in zip(listed.ids, outlines) if not isinstance(o, QueryFailed)
-                 for n in range(len(o.groups))]
-        purpose = VIEW_PURPOSE[view]
+        keys = [k.split("/", 1) for k in ranked["origins"] if k in ranked["hits"]]
+        return f"On request: {request.about}", [(origin, source, -1) for origin, source in keys]
+    outlines = complete(ctx, await ctx.query_all([fact_groups(project, s) for s in listed.ids], return_failures=True))
+    return VIEW_PURPOSE[view], [(project, s, n) for s, o in zip(listed.ids, outlines) if not isinstance(o, QueryFailed)
+                                for n in range(len(o.groups))]
+
+
+async def view_sections(ctx: Context, project: str, view: str) -> tuple[str, list[Section]]:
+    """What a view is for and its sections, in page order."""
+    purpose, parts = await view_parts(ctx, project, view)
+    return purpose, await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
+
+
+@rule(version=4, uses=(complete, view_parts, view_sections), settings=("store", "label"), returns=ViewPage)
+async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
+    """A view's page; its value is what the views' index shows of it (a spec written from the
+    view reads its sections itself), so a change further down the page rebuilds no index."""
+    store = ctx.settings.store
+    listed = await ctx.query(listing(project))
+    request = next((v for v in listed.views if v.name == view), None)
     # a section that fails its checks, code or model, fails the page: the previous version stays whole
-    sections = await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
+    purpose, sections = await view_sections(ctx, project, view)
     path = store.view(project, view)
     body = [f"# {view.replace('-', ' ').capitalize()} view of {listed.title or project}\n",
             f"_{purpose}. Every statement cites the fact it comes from. Statements: {ctx.settings.label}._\n",
@@ -188,5 +200,4 @@ async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
     page = "\n".join(body).rstrip() + "\n"
     write_page(ctx, path, page)  # each section was checked before it came here
     ctx.note("grounding", {"passed": True, "by": "sections", "page": hash_bytes(page.encode())})
-    return ViewPage(path=path, summary=summary or "(a gap: nothing in the sources speaks to this)", gap=not summary,
-                    sections=list(sections))
+    return ViewPage(path=path, summary=summary or "(a gap: nothing in the sources speaks to this)", gap=not summary)

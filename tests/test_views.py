@@ -115,6 +115,20 @@ def test_one_changed_sentence_rewrites_one_section_and_the_spec_built_on_it(stor
     assert spec != spec_before and "within 60 days" in spec
 
 
+def test_an_edit_that_leaves_each_views_first_statement_does_not_rebuild_the_views_index(store):
+    """The views' index shows each view's first statement: a section further down that changes
+    rewrites its view page, and the index, which reads no section, is not built again."""
+    index = (views(store) / "index.md").read_text()
+    (store / "operations.md").write_text(OPERATIONS.replace("kept for 30 days", "kept for 45 days"))
+    result = kbuild(store, "build", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{"):])
+    assert 'view_page("shop","digest")' in report["executed"]
+    assert "45 days" in (views(store) / "digest.md").read_text()
+    assert 'artifacts("shop")' not in report["executed"]
+    assert (views(store) / "index.md").read_text() == index
+
+
 def test_a_request_that_matches_nothing_is_a_gap_not_an_invented_page(store):
     assert kbuild(store, "view", "add", "shop", "quantum", "--about", "quantum entanglement teleportation").exit_code == 0
     assert kbuild(store).exit_code == 0
