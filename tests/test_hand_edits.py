@@ -194,11 +194,34 @@ def test_an_edit_stats_each_file_once_for_the_look_and_the_build(project, monkey
     real_load = State.load_stats
     monkeypatch.setattr(State, "load_stats", lambda self: loads.append(1) or real_load(self))
     assert kbuild(project).exit_code == 0
-    assert len(loads) == 1  # the build's; the look before it looks up the few stats it needs one by one
+    assert loads == []  # the look and the build look up the few stats they need one by one
     assert "3 words" in (project / "out/a.txt.md").read_text()
     unchanged = [key for key in taken if key != "a.txt"]
     assert {"b.txt", "out/b.txt.md"} <= set(unchanged)  # the look for hand edits stat'ed them ...
     assert len(unchanged) == len(set(unchanged))  # ... and the build took what it found: once each
+
+
+def test_the_stats_an_edit_leaves_for_the_next_command_are_those_of_the_whole_stat_cache(project):
+    """An edit looks up again only the stats it changed: what it leaves for the next no-op is
+    what the whole stat cache, loaded, would give (each path's stat recorded with its hash)."""
+    import json
+    import os
+
+    from kbuild.engine.snapshot import CLEAN
+    from kbuild.engine.state import State
+
+    _aged(project)
+    assert kbuild(project).exit_code == 0  # records the stats of the aged files
+    (project / "a.txt").write_text("one two three\n")
+    os.utime(project / "a.txt", (1_000_000_000, 1_000_000_000))  # not racy: its new stat is recorded
+    (project / "b.txt").write_text("three four\n")  # racy: no stat is trusted for it
+    assert kbuild(project).exit_code == 0
+    state = State(project / ".kbuild/state.db")
+    summary, cache = json.loads(state.get_meta(CLEAN)), state.load_stats()
+    state.db.close()
+    whole = {path: list(cache[path][0]) for kind in ("files", "outputs") for path, digest in summary[kind].items()
+             if path in cache and cache[path][1] == digest}
+    assert summary["stats"] == whole and "a.txt" in whole and "b.txt" not in whole
 
 
 def test_a_file_changed_between_the_look_and_the_build_is_built_by_the_next(project, monkeypatch):

@@ -116,11 +116,12 @@ def test_file_stats_are_kept_and_forgotten(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     state = State(path)
     stats = {"a.txt": ((3, 100, 7), "ha"), "b.txt": ((4, 200, 8), "hb")}
-    state.save_stats(stats, ["a.txt", "b.txt"])
+    state.save_stats(stats)
     state.close()
     state = State(path)
     assert state.load_stats() == stats
-    state.save_stats({"a.txt": stats["a.txt"]}, ["b.txt"])  # b.txt has no stat any more: forgotten
+    assert state.load_stat("b.txt") == stats["b.txt"] and state.load_stat("c.txt") is None
+    state.save_stats({"b.txt": None})  # b.txt has no stat any more: forgotten
     assert state.load_stats() == {"a.txt": stats["a.txt"]}
 
 

@@ -46,7 +46,7 @@ class BuildState:
         self.state = state
         self.refresh = refresh
         self.observer = observer
-        self.hasher = FileHasher(engine.root, state.load_stats, state.load_stat if read_only else None)
+        self.hasher = FileHasher(engine.root, state.load_stats, state.load_stat, keep=not read_only)
         self.sources = SourceTexts(json.loads(state.get_meta("sources") or "{}"))
         self.lock_key = self.hasher.key(engine.lock_path)  # how messages name the lock
         self.lock_changed = self.lock_digest() not in (ABSENT, state.get_meta("lock_hash"))
@@ -123,7 +123,7 @@ class BuildState:
         if save and not isinstance(self.stopped, StateDamaged):
             try:
                 if self.hasher.changed_stats:
-                    self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
+                    self.state.save_stats(self.hasher.take_changes())
                 sources = self.sources.to_record()
                 if sources is not None:
                     self.state.set_meta("sources", json.dumps(sources))
@@ -160,8 +160,7 @@ class BuildState:
     def _maybe_commit(self) -> None:
         now = time.monotonic()
         if now - self.last_commit >= COMMIT_EVERY_S:
-            self.state.save_stats(self.hasher.stat_cache, self.hasher.changed_stats)
-            self.hasher.changed_stats.clear()
+            self.state.save_stats(self.hasher.take_changes())
             self._commit()
             self.last_commit = now
             # What a build has made so far mostly lives until it ends (memos, values): frozen out

@@ -17,7 +17,7 @@ from .hashing import ABSENT, NOT_A_FILE, hash_bytes, hash_stream
 RACY_NS = 2_000_000_000
 
 TEMP_SUFFIX = ".kbuild-tmp"
-LOOKED_UP_ONE_BY_ONE = 64  # a reading hasher's stat entries looked up alone, before it loads them all
+LOOKED_UP_ONE_BY_ONE = 64  # stat entries looked up alone, before the hasher loads them all
 
 
 def _umask() -> int:
@@ -29,6 +29,7 @@ def _umask() -> int:
 _UMASK = _umask()  # read once: setting it to read it is not thread-safe
 
 StatKey = tuple[int, int, int]  # size, mtime_ns, inode
+StatEntry = tuple[StatKey, str]  # a file's stat, recorded with its hash
 
 
 class PathEscapesRoot(ValueError):
@@ -161,28 +162,65 @@ class FileHasher:
     Keys are paths relative to the root when inside it (so the lock is portable), else absolute.
     """
 
-    def __init__(self, root: Path, stat_cache: Callable[[], dict[str, tuple[StatKey, str]]],
-                 stat_of: Callable[[str], tuple[StatKey, str] | None] | None = None) -> None:
-        """`stat_cache` loads the stat cache when a file is first hashed (a no-op build that
-        finds every file as the last build left it never needs it). With `stat_of`, the hasher
-        only reads (a look before a build, a check) and keeps nothing: it looks up the entries of
-        its first few files one at a time, rather than load them all to learn a few, and loads
-        them all once it needs more (a check hashes every file)."""
+    def __init__(self, root: Path, load_stats: Callable[[], dict[str, StatEntry]],
+                 load_stat: Callable[[str], StatEntry | None] | None = None, keep: bool = True) -> None:
+        """The stat cache is looked up an entry at a time (`load_stat`), for the first few files
+        a command hashes, and loaded whole (`load_stats`) once it needs more: an edit hashes a
+        few files, a check every file. Without `keep` the hasher only reads (a look before a
+        build, a check) and records nothing."""
         self.root = root
         self._prefix = os.path.join(str(root), "")  # os.path on strings: pathlib costs more than the stat itself
-        self._load_stats = stat_cache
-        self._stat_of = stat_of
+        self._load_stats = load_stats
+        self._load_stat = load_stat
+        self._keep = keep
         self._looked_up = 0
-        self._stat_cache: dict[str, tuple[StatKey, str]] | None = None
-        self.changed_stats: set[str] = set()
+        self._stat_cache: dict[str, StatEntry] | None = None
+        self._changes: dict[str, StatEntry | None] = {}  # changed while the cache is not loaded (None: forgotten)
+        self.changed_stats: set[str] = set()  # changed since the state last saved them
+        self.restated: set[str] = set()  # every entry changed in this build
         self._this_build: dict[str, str] = {}
         self._now_ns = time.time_ns()
 
     @property
-    def stat_cache(self) -> dict[str, tuple[StatKey, str]]:
+    def stat_cache(self) -> dict[str, StatEntry]:
+        """Every entry, loaded once, with this build's changes."""
         if self._stat_cache is None:
-            self._stat_cache = self._load_stats()
+            cache = self._load_stats()
+            for key, entry in self._changes.items():
+                if entry is None:
+                    cache.pop(key, None)
+                else:
+                    cache[key] = entry
+            self._stat_cache = cache
         return self._stat_cache
+
+    def recorded(self, key: str) -> StatEntry | None:
+        """The stat recorded with a file's hash, if any."""
+        if self._stat_cache is not None:
+            return self._stat_cache.get(key)
+        if key in self._changes:
+            return self._changes[key]
+        if self._load_stat is not None and self._looked_up < LOOKED_UP_ONE_BY_ONE:
+            self._looked_up += 1
+            return self._load_stat(key)
+        return self.stat_cache.get(key)
+
+    def take_changes(self) -> dict[str, StatEntry | None]:
+        """The entries changed since the last call (None: forgotten), for the state to save."""
+        entries = self._stat_cache if self._stat_cache is not None else self._changes
+        changes = {key: entries.get(key) for key in self.changed_stats}
+        self.changed_stats.clear()
+        return changes
+
+    def _set(self, key: str, entry: StatEntry | None) -> None:
+        self.changed_stats.add(key)
+        self.restated.add(key)
+        if self._stat_cache is None:
+            self._changes[key] = entry
+        elif entry is None:
+            self._stat_cache.pop(key, None)
+        else:
+            self._stat_cache[key] = entry
 
     def unchanged_since(self, key: str, recorded: StatKey) -> bool:
         """Whether the file still has the stat a settled build recorded with its hash."""
@@ -227,8 +265,8 @@ class FileHasher:
 
     def forget(self, key: str) -> None:
         self._this_build.pop(key, None)
-        if self.stat_cache.pop(key, None) is not None:
-            self.changed_stats.add(key)
+        if self.recorded(key) is not None:
+            self._set(key, None)
 
     def _hash_uncached(self, key: str) -> str:
         path = self.full(key)
@@ -240,7 +278,7 @@ class FileHasher:
             return ABSENT
         if not stat.S_ISREG(st.st_mode):
             return NOT_A_FILE
-        cached = self._recorded(key)
+        cached = self.recorded(key)
         if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
             return cached[1]
         try:
@@ -251,22 +289,15 @@ class FileHasher:
         self._remember(key, digest, st)
         return digest
 
-    def _recorded(self, key: str) -> tuple[StatKey, str] | None:
-        if self._stat_cache is None and self._stat_of is not None and self._looked_up < LOOKED_UP_ONE_BY_ONE:
-            self._looked_up += 1
-            return self._stat_of(key)
-        return self.stat_cache.get(key)
-
     def _remember(self, key: str, digest: str, st: os.stat_result | None = None) -> None:
-        if self._stat_of is not None:
+        if not self._keep:
             return  # only reading: nothing is saved, and this build knows the digest (_this_build)
         try:
             st = st or os.stat(self.full(key))
         except FileNotFoundError:
             return
         if self._now_ns - st.st_mtime_ns < RACY_NS:
-            if self.stat_cache.pop(key, None) is not None:
-                self.changed_stats.add(key)
+            if self.recorded(key) is not None:
+                self._set(key, None)
             return
-        self.stat_cache[key] = ((st.st_size, st.st_mtime_ns, st.st_ino), digest)
-        self.changed_stats.add(key)
+        self._set(key, ((st.st_size, st.st_mtime_ns, st.st_ino), digest))

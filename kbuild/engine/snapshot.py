@@ -300,15 +300,18 @@ class Snapshot(BuildState):
             return
         files, outputs = summary["files"], summary["outputs"]
         touched = set(changed_files)
+        written: set[str] = set()  # the outputs whose recorded hash may have changed
         for old in [*self.replaced.values(), *dead.values()]:
             for path in old.outputs:
                 outputs.pop(path, None)
+            written.update(old.outputs)
             touched |= {d.path for d, _ in flat(old.deps) if isinstance(d, FileRead)}
         for qid in self.report.executed:
             if qid in dead:
                 continue
             memo = self.memos[qid]
             outputs.update(memo.outputs)
+            written.update(memo.outputs)
             touched |= {d.path for d, _ in flat(memo.deps) if isinstance(d, FileRead)}
             if memo.rule not in summary["fingerprints"]:
                 summary["fingerprints"][memo.rule] = memo.fingerprint
@@ -318,6 +321,14 @@ class Snapshot(BuildState):
             else:
                 files.pop(path, None)
         summary["queries"] += sum(q not in self.replaced for q in self.report.executed) - len(dead)
-        summary["stats"] = self._stats_of(summary)
+        # a stat stands while the file's hash in the summary and its entry in the stat cache
+        # do: only those that this build changed are looked up again, not the whole cache
+        stats = summary.setdefault("stats", {})
+        for path in touched | written | self.hasher.restated:
+            entry = self.hasher.recorded(path) if path in files or path in outputs else None
+            if entry is not None and entry[1] in (files.get(path), outputs.get(path)):
+                stats[path] = list(entry[0])
+            else:
+                stats.pop(path, None)
         self.state.set_meta(CLEAN, json.dumps(summary))
         self._remember_lock()

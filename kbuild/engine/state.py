@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import StatKey
+from .files import StatEntry
 from .hashing import canonical_json
 
 STATE_VERSION = 4
@@ -272,17 +272,17 @@ class State:
                                          " AND value IS NOT NULL", batch))
         return found
 
-    def load_stats(self) -> dict[str, tuple[StatKey, str]]:
+    def load_stats(self) -> dict[str, StatEntry]:
         rows = self.db.execute("SELECT path, size, mtime_ns, ino, hash FROM files")
         return {r[0]: ((r[1], r[2], r[3]), r[4]) for r in rows}
 
-    def load_stat(self, path: str) -> tuple[StatKey, str] | None:
+    def load_stat(self, path: str) -> StatEntry | None:
         row = self.db.execute("SELECT size, mtime_ns, ino, hash FROM files WHERE path=?", (path,)).fetchone()
         return None if row is None else ((row[0], row[1], row[2]), row[3])
 
-    def save_stats(self, stats: dict[str, tuple[StatKey, str]], keys: Iterable[str]) -> None:
-        for key in keys:
-            entry = stats.get(key)
+    def save_stats(self, changes: Mapping[str, StatEntry | None]) -> None:
+        """Record each changed stat entry (None: forget it)."""
+        for key, entry in changes.items():
             if entry is None:
                 self.db.execute("DELETE FROM files WHERE path=?", (key,))
             else:
