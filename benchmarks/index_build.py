@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     from kbuild.engine.hashing import decode_value
-    from kbuild.text.ranking import build_index
+    from kbuild.text.ranking import build_index, unpacked
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -60,10 +60,10 @@ def main() -> None:
                         db.execute("SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL")]
     documents = []
     for found in segments:
-        start = 0
-        for length in found["lengths"]:
+        start, postings, counts = 0, unpacked(found["postings"]), unpacked(found["counts"])
+        for length in unpacked(found["lengths"]):
             places = range(start, start + length)
-            documents.append({found["terms"][found["postings"][n]]: found["counts"][n] for n in places})
+            documents.append({found["terms"][postings[n]]: counts[n] for n in places})
             start += length
     if stock(documents) != build_index(segments):
         raise SystemExit("build_index and bm25s wrote different files")

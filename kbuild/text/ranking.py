@@ -1,11 +1,15 @@
 """BM25 (rank-bm25) over stemmed words (snowballstemmer): what search and views on request rank by."""
 from __future__ import annotations
 
+import base64
 import functools
 import math
 import re
+import sys
+from array import array
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import snowballstemmer
 
@@ -111,18 +115,43 @@ INDEX_FILES = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.
                "vocab.index.json")  # what bm25s saves
 
 
-Segment = dict[str, list[Any]]  # what `segment` makes: a query value, so lists of names and numbers
+class Segment(TypedDict):
+    """Documents' term counts as one segment of an index (`segment`): a query value."""
+
+    terms: list[str]  # in sorted order
+    postings: str  # document after document, each term a document holds (its place in terms), packed
+    counts: str  # how often it holds it, packed
+    lengths: str  # the number of terms of each document, packed
+
+
+# Numbers packed as base64 of little-endian uint32: a segment is a query value, and a project's
+# index reads every source's segment on each edit; JSON reads a packed list back as one string,
+# not number by number, and NumPy takes it as it is.
+_UINT32 = next(code for code in "IL" if array(code).itemsize == 4)
+
+
+def _packed(numbers: Iterable[int]) -> str:
+    packed = array(_UINT32, numbers)
+    if sys.byteorder == "big":  # one spelling on every machine: the value is hashed into the lock
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode("ascii")
+
+
+def unpacked(text: str) -> list[int]:
+    """The numbers `_packed` packed."""
+    packed = array(_UINT32, base64.b64decode(text))
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tolist()
 
 
 def segment(documents: list[dict[str, int]]) -> Segment:
-    """Documents' term counts as one segment of an index: its terms in sorted order ("terms")
-    and, document after document, each term a document holds ("postings", its place in
-    "terms") and how often ("counts"); "lengths" is the number of terms of each document. Lists
-    of names and numbers, which JSON spells and reads back faster than a dict per document."""
+    """Documents' term counts as one segment of an index: its terms in sorted order and,
+    document after document, each term a document holds and how often."""
     terms = sorted({t for d in documents for t in d})
     place = {t: n for n, t in enumerate(terms)}
-    return {"terms": terms, "postings": [place[t] for d in documents for t in d],
-            "counts": [c for d in documents for c in d.values()], "lengths": [len(d) for d in documents]}
+    return {"terms": terms, "postings": _packed(place[t] for d in documents for t in d),
+            "counts": _packed(c for d in documents for c in d.values()), "lengths": _packed(len(d) for d in documents)}
 
 
 def build_index(segments: list[Segment]) -> dict[str, bytes]:
@@ -134,12 +163,13 @@ def build_index(segments: list[Segment]) -> dict[str, bytes]:
 
     vocabulary = {term: n for n, term in enumerate(sorted({t for s in segments for t in s["terms"]}))}
 
-    def joined(key: str, dtype: Any) -> Any:
-        return np.concatenate([np.array(s[key], dtype=dtype) for s in segments] or [np.zeros(0, dtype=dtype)])
+    def joined(key: Literal["postings", "counts", "lengths"], dtype: Any) -> Any:
+        return np.concatenate([np.frombuffer(base64.b64decode(s[key]), dtype="<u4") for s in segments]
+                              or [np.zeros(0, dtype="<u4")]).astype(dtype)
 
     # each segment's term places, as places in the whole vocabulary
     terms = np.concatenate([np.array([vocabulary[t] for t in s["terms"]], dtype=np.int32)[
-        np.array(s["postings"], dtype=np.intp)] for s in segments] or [np.zeros(0, dtype=np.int32)])
+        np.frombuffer(base64.b64decode(s["postings"]), dtype="<u4")] for s in segments] or [np.zeros(0, dtype=np.int32)])
     counts, lengths = joined("counts", np.float32), joined("lengths", np.int64)
     retriever = _counted_bm25()(k1=K1, b=B)
     retriever.index(_Counted(terms, counts, lengths, vocabulary), show_progress=False, leave_progress=False)
