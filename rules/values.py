@@ -159,6 +159,20 @@ class Section(Value):
     statements: list[Statement]
 
 
+class SaidSection(Value):
+    """A view section as its page says it: its title, and each statement with its line, links
+    and all."""
+
+    title: str
+    statements: list[tuple[str, str]]  # (the statement, its line on the page)
+
+
+class ViewBlock(Value):
+    """One source's sections of a view, as its page says them."""
+
+    sections: list[SaidSection]
+
+
 class ViewPage(Value):
     """What the views' index shows of a view page."""
 

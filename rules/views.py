@@ -25,7 +25,7 @@ from .pages import write_page
 from .settings import model_rule
 from .sources import listing
 from .summaries import fact_groups, group_of, heading_of
-from .values import Section, Statement, ViewPage
+from .values import SaidSection, Section, Statement, ViewBlock, ViewPage
 
 SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
 
@@ -166,32 +166,52 @@ async def view_sections(ctx: Context, project: str, view: str) -> tuple[str, lis
     return purpose, await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
 
 
-@rule(version=4, uses=(complete, view_parts, view_sections), settings=("store", "label"), returns=ViewPage)
+@rule(version=1, settings=("store",), returns=ViewBlock)
+async def view_block(ctx: Context, project: str, view: str, origin: str, source: str) -> ViewBlock:
+    """One source's sections of a view as its page says them, links and all: the page joins
+    its sources' blocks, so a section that changed renders its source's block again, not every
+    statement of the page."""
+    store = ctx.settings.store
+    if await ctx.query(view_request(project, view)) is None:
+        groups = range(len((await ctx.query(fact_groups(origin, source))).groups))
+    else:
+        groups = range(-1, 0)  # a view on request has one section per source
+    sections = await ctx.query_all([view_section(project, view, origin, source, n) for n in groups])
+    path = store.view(project, view)
+    return ViewBlock(sections=[SaidSection(title=section.title, statements=[
+        (st.text, f"- {st.text} " + " ".join(
+            f"([{ref.split('/', 1)[1]}]({link(path, store.fact(section.origin, *ref.split('/', 1)))}))"
+            for ref in st.cites)) for st in section.statements]) for section in sections])
+
+
+@rule(version=5, uses=(complete, view_parts), settings=("store", "label"), returns=ViewPage)
 async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
-    """A view's page; its value is what the views' index shows of it (a spec written from the
-    view reads its sections itself), so a change further down the page rebuilds no index."""
+    """A view's page, joined from its sources' blocks; its value is what the views' index shows
+    of it (a spec written from the view reads its sections itself), so a change further down
+    the page rebuilds no index."""
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
     request = next((v for v in listed.views if v.name == view), None)
-    # a section that fails its checks, code or model, fails the page: the previous version stays whole
-    purpose, sections = await view_sections(ctx, project, view)
+    purpose, parts = await view_parts(ctx, project, view)
+    # a section that fails its checks, code or model, fails its block and the page: the
+    # previous version stays whole
+    blocks = await ctx.query_all([view_block(project, view, origin, source)
+                                  for origin, source in dict.fromkeys((o, s) for o, s, _ in parts)])
     path = store.view(project, view)
     body = [f"# {view.replace('-', ' ').capitalize()} view of {listed.title or project}\n",
             f"_{purpose}. Every statement cites the fact it comes from. Statements: {ctx.settings.label}._\n",
             f"Up: [views](index.md) · [{project}](../../index.md)\n"]
     summary = ""
     said: set[str] = set()  # a sentence documents repeat is said once, where it first stands
-    for section in sections:
-        fresh = [st for st in section.statements if " ".join(st.text.lower().split()) not in said]
+    for section in (section for block in blocks for section in block.sections):
+        fresh = [(text, line) for text, line in section.statements if " ".join(text.lower().split()) not in said]
         if not fresh:
             continue
         body.append(f"## {section.title}\n")
-        for statement in fresh:
-            said.add(" ".join(statement.text.lower().split()))
-            cites = " ".join(f"([{ref.split('/', 1)[1]}]({link(path, store.fact(section.origin, *ref.split('/', 1)))}))"
-                             for ref in statement.cites)
-            body.append(f"- {statement.text} {cites}")
-            summary = summary or statement.text
+        for text, line in fresh:
+            said.add(" ".join(text.lower().split()))
+            body.append(line)
+            summary = summary or text
         body.append("")
     if not summary:
         about = request.about if request else purpose

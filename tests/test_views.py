@@ -115,9 +115,10 @@ def test_one_changed_sentence_rewrites_one_section_and_the_spec_built_on_it(stor
     assert spec != spec_before and "within 60 days" in spec
 
 
-def test_an_edit_that_leaves_each_views_first_statement_does_not_rebuild_the_views_index(store):
-    """The views' index shows each view's first statement: a section further down that changes
-    rewrites its view page, and the index, which reads no section, is not built again."""
+def test_an_edit_renders_its_sources_block_of_a_view_and_rebuilds_no_views_index(store):
+    """A view page joins its sources' blocks, so an edit renders the edited source's block of it
+    again, not every statement of the page. The views' index shows each view's first statement:
+    a section further down that changes rebuilds no index."""
     index = (views(store) / "index.md").read_text()
     (store / "operations.md").write_text(OPERATIONS.replace("kept for 30 days", "kept for 45 days"))
     result = kbuild(store, "build", "--json")
@@ -125,6 +126,9 @@ def test_an_edit_that_leaves_each_views_first_statement_does_not_rebuild_the_vie
     report = json.loads(result.output[result.output.index("{"):])
     assert 'view_page("shop","digest")' in report["executed"]
     assert "45 days" in (views(store) / "digest.md").read_text()
+    # the page is joined from its sources' blocks: only the edited source's is rendered again
+    assert 'view_block("shop","digest","shop","operations")' in report["executed"]
+    assert not [q for q in report["executed"] if q.startswith("view_block") and "operations" not in q]
     assert 'artifacts("shop")' not in report["executed"]
     assert (views(store) / "index.md").read_text() == index
 
