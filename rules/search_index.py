@@ -2,9 +2,10 @@
 Original and the Rewritten), its breadcrumb and its fact's summary; persisted per project in
 kb/PROJECT/search-index/ (bm25s), which `kbuild search`, `kbuild context` and the MCP server read.
 
-A query like any other, so it is incremental: `source_sections` reads one source's facts (their
-chunks, rewrites and summaries) and is cut off when its sections did not change; `search_index`
-only merges the term counts of its project's sources and writes the file.
+A query like any other, so it is incremental: `group_sections` reads one group of a source's
+facts (their chunks, rewrites and summaries), `source_sections` joins its groups' and is cut off
+when its sections did not change, and `search_index` only joins its project's sources' segments
+and writes the files.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from kbuild.text.tokens import estimate_tokens
 
 from .facts import chunk, chunk_summary, chunks, fact, place_of, rewrite, text
 from .sources import project_outline
-from .summaries import fact_groups, group_pages
+from .summaries import fact_groups, group_of, group_places
 
 SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a section: cut at headings, a long one at paragraphs
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
@@ -165,32 +166,48 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
             "summary_counts": found_counts, "abbreviations": abbreviations}
 
 
-@rule(version=5, uses=(group_pages, "kbuild.text.ranking"), settings=("store",))
-async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """A source's sections in the order of its text, then its facts' summaries, each with the
-    index page that lists its fact: each as its line of sections.json ("lines"), and their
-    words' counts as one segment of the index (kbuild.text.ranking.segment); and the
-    abbreviations its text defines. Each fact spells its own lines, so an edit renders and
-    counts the sections of the fact it changed, and the project's index joins what its
-    sources made."""
+@rule(version=1, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
+async def group_sections(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
+    """One group of a source's facts as search sees it: their sections in the order of the text
+    ("lines") and their summaries ("summaries"), each as its line of sections.json with the
+    index page that lists its fact; their words' counts as a segment each ("sections" and
+    "summary_counts", kbuild.text.ranking.segment); and the abbreviations they define. Each
+    fact spells its own lines, so an edit counts the sections of the fact it changed and joins
+    its group's, not every fact's of the source."""
     store = ctx.settings.store
-    doc = await ctx.query(chunks(project, source))
-    groups = await ctx.query(fact_groups(project, source))
-    source_index = store.source_index(project, source)
-    index_of: dict[str, str] = {}  # a fact's slug -> the page that lists it, when that is not the source's index
-    for group, name in zip(groups.groups, group_pages(groups) or []):
-        index_of |= dict.fromkeys(group.slugs, store.source_part_index(project, source, name))
-    got = await ctx.query_all([fact_sections(project, source, p.slug) for p in doc.chunks], return_failures=True)
-    made = [(f'"source_index": {json.dumps(index_of.get(p.slug, source_index), ensure_ascii=False)}', g)
-            for p, g in zip(doc.chunks, got) if not isinstance(g, QueryFailed)]
-    lines = ([line.replace(INDEX_PAGE, index, 1) for index, g in made for line in g["lines"]]
-             + [g["summary"].replace(INDEX_PAGE, index, 1) for index, g in made if g["summary"]])
-    counts = [c for _, g in made for c in g["counts"]] + [g["summary_counts"] for _, g in made if g["summary"]]
+    found = await group_of(ctx, project, source, group)
+    page = await ctx.query_part(group_places(project, source), f"page:{group}")  # a long source's group page
+    index = store.source_part_index(project, source, page["page"]) if page else store.source_index(project, source)
+    got = await ctx.query_all([fact_sections(project, source, s) for s in found.slugs], return_failures=True)
+    made = [g for g in got if not isinstance(g, QueryFailed)]
+    spelled = f'"source_index": {json.dumps(index, ensure_ascii=False)}'
     abbreviations: dict[str, str] = {}
-    for _, g in made:  # in the order of the text: a term defined again means what it was defined as last
+    for g in made:  # in the order of the text: a term defined again means what it was defined as last
         abbreviations |= g["abbreviations"]
-    return {"title": doc.title, "abbreviations": abbreviations, "lines": lines,
-            **segment([c or {"_": 1} for c in counts])}
+    return {"lines": [line.replace(INDEX_PAGE, spelled, 1) for g in made for line in g["lines"]],
+            "summaries": [g["summary"].replace(INDEX_PAGE, spelled, 1) for g in made if g["summary"]],
+            "sections": segment([c or {"_": 1} for g in made for c in g["counts"]]),
+            "summary_counts": segment([g["summary_counts"] or {"_": 1} for g in made if g["summary"]]),
+            "abbreviations": abbreviations}
+
+
+@rule(version=6)
+async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """A source's sections in the order of its text, then its facts' summaries, each as its
+    line of sections.json ("lines"); their words' counts as segments of the index, in the same
+    order ("segments"); and the abbreviations its text defines. Joined from its groups' own
+    (group_sections), so an edit counts and renders one group's, and the project's index joins
+    what its sources made."""
+    found = await ctx.query(fact_groups(project, source))
+    groups = await ctx.query_all([group_sections(project, source, n) for n in range(len(found.groups))],
+                                 return_failures=True)
+    made = [g for g in groups if not isinstance(g, QueryFailed)]
+    abbreviations: dict[str, str] = {}
+    for g in made:
+        abbreviations |= g["abbreviations"]
+    return {"title": found.title, "abbreviations": abbreviations,
+            "lines": [line for g in made for line in g["lines"]] + [line for g in made for line in g["summaries"]],
+            "segments": [g["sections"] for g in made] + [g["summary_counts"] for g in made]}
 
 
 def index_folder(store: Any, project: str) -> str:
@@ -217,6 +234,6 @@ async def search_index(ctx: Context, project: str) -> int:
     folder = index_folder(ctx.settings.store, project)
     ctx.write(f"{folder}/sections.json", render_sections(lines, abbreviations))
     if lines:
-        for name, data in build_index(made).items():
+        for name, data in build_index([segment for found in made for segment in found["segments"]]).items():
             ctx.write(f"{folder}/{name}", data)
     return len(lines)

@@ -28,6 +28,7 @@ from .summaries import fact_groups, group_of, heading_of
 from .values import SaidSection, Section, Statement, ViewBlock, ViewPage
 
 SECTION_STATEMENTS = {"digest": 4, "user": 8, "developer": 8, "agreements": 8}
+BLOCK_GROUPS = 16  # sections a view page's block renders: what one changed section costs the page
 
 
 def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[Statement]:
@@ -167,43 +168,50 @@ async def view_sections(ctx: Context, project: str, view: str) -> tuple[str, lis
 
 
 @rule(version=1, settings=("store",), returns=ViewBlock)
-async def view_block(ctx: Context, project: str, view: str, origin: str, source: str) -> ViewBlock:
-    """One source's sections of a view as its page says them, links and all: the page joins
-    its sources' blocks, so a section that changed renders its source's block again, not every
-    statement of the page."""
+async def view_block(ctx: Context, project: str, view: str, origin: str, source: str, first: int, last: int) -> ViewBlock:
+    """The sections of groups first..last-1 of a source's facts (-1: a view on request's one
+    section of it) as the view's page says them, links and all. The page joins its blocks, so
+    a section that changed renders its block again, not every statement of the page."""
     store = ctx.settings.store
-    if await ctx.query(view_request(project, view)) is None:
-        groups = range(len((await ctx.query(fact_groups(origin, source))).groups))
-    else:
-        groups = range(-1, 0)  # a view on request has one section per source
-    sections = await ctx.query_all([view_section(project, view, origin, source, n) for n in groups])
+    sections = await ctx.query_all([view_section(project, view, origin, source, n) for n in range(first, last)])
     path = store.view(project, view)
+    folders: dict[tuple[str, str], str] = {}  # a source's facts folder, as linked from the page
+
+    def cited(cited_project: str, ref: str) -> str:  # link(path, store.fact(...)), a folder's link made once
+        cited_source, slug = ref.split("/", 1)
+        folder = folders.get((cited_project, cited_source))
+        if folder is None:
+            folder = folders[(cited_project, cited_source)] = link(path, store.facts_dir(cited_project, cited_source))
+        return f"([{slug}]({folder}/{slug}.md))"
+
     return ViewBlock(sections=[SaidSection(title=section.title, statements=[
-        (st.text, f"- {st.text} " + " ".join(
-            f"([{ref.split('/', 1)[1]}]({link(path, store.fact(section.origin, *ref.split('/', 1)))}))"
-            for ref in st.cites)) for st in section.statements]) for section in sections])
+        (st.text, f"- {st.text} " + " ".join(cited(section.origin, ref) for ref in st.cites))
+        for st in section.statements]) for section in sections])
 
 
 @rule(version=5, uses=(complete, view_parts), settings=("store", "label"), returns=ViewPage)
 async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
-    """A view's page, joined from its sources' blocks; its value is what the views' index shows
-    of it (a spec written from the view reads its sections itself), so a change further down
-    the page rebuilds no index."""
+    """A view's page, joined from blocks of BLOCK_GROUPS sections; its value is what the views'
+    index shows of it (a spec written from the view reads its sections itself), so a change
+    further down the page rebuilds no index."""
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
     request = next((v for v in listed.views if v.name == view), None)
     purpose, parts = await view_parts(ctx, project, view)
+    blocks: dict[tuple[str, str, int], int] = {}  # (origin, source, its first group) -> the group after its last
+    for origin, source, n in parts:
+        blocks[(origin, source, n - n % BLOCK_GROUPS if n >= 0 else n)] = n + 1
     # a section that fails its checks, code or model, fails its block and the page: the
     # previous version stays whole
-    blocks = await ctx.query_all([view_block(project, view, origin, source)
-                                  for origin, source in dict.fromkeys((o, s) for o, s, _ in parts)])
+    said_blocks = await ctx.query_all([view_block(project, view, origin, source, first, last)
+                                       for (origin, source, first), last in blocks.items()])
     path = store.view(project, view)
     body = [f"# {view.replace('-', ' ').capitalize()} view of {listed.title or project}\n",
             f"_{purpose}. Every statement cites the fact it comes from. Statements: {ctx.settings.label}._\n",
             f"Up: [views](index.md) · [{project}](../../index.md)\n"]
     summary = ""
     said: set[str] = set()  # a sentence documents repeat is said once, where it first stands
-    for section in (section for block in blocks for section in block.sections):
+    for section in (section for block in said_blocks for section in block.sections):
         fresh = [(text, line) for text, line in section.statements if " ".join(text.lower().split()) not in said]
         if not fresh:
             continue

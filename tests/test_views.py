@@ -127,7 +127,7 @@ def test_an_edit_renders_its_sources_block_of_a_view_and_rebuilds_no_views_index
     assert 'view_page("shop","digest")' in report["executed"]
     assert "45 days" in (views(store) / "digest.md").read_text()
     # the page is joined from its sources' blocks: only the edited source's is rendered again
-    assert 'view_block("shop","digest","shop","operations")' in report["executed"]
+    assert [q for q in report["executed"] if q.startswith('view_block("shop","digest","shop","operations",')]
     assert not [q for q in report["executed"] if q.startswith("view_block") and "operations" not in q]
     assert 'artifacts("shop")' not in report["executed"]
     assert (views(store) / "index.md").read_text() == index
