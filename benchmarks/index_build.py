@@ -56,8 +56,9 @@ def main() -> None:
         write_store(root, 1, args.chunks)
         kbuild(sys.executable, root)
         with sqlite3.connect(root / ".kbuild/state.db") as db:
-            segments = [decode_value(blob) for (blob,) in
-                        db.execute("SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL")]
+            segments = [segment for (blob,) in
+                        db.execute("SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL")
+                        for segment in decode_value(blob)["segments"]]
     documents = []
     for found in segments:
         start, postings, counts = 0, unpacked(found["postings"]), unpacked(found["counts"])
