@@ -168,7 +168,7 @@ class SaidSection(Value):
 
 
 class ViewBlock(Value):
-    """One source's sections of a view, as its page says them."""
+    """Up to BLOCK_GROUPS sections of one source in a view, as its page says them."""
 
     sections: list[SaidSection]
 
