@@ -63,16 +63,11 @@ def render_lock(memos: Mapping[str, Memo]) -> bytes:
     return (HEADER + JOIN.join(render_entry(qid, memos[qid]) for qid in sorted(memos)) + FOOTER).encode()
 
 
-def patch_lock(old: bytes, memos: Mapping[str, Memo], changed: set[str]) -> bytes | None:
-    """The lock of `memos`, made from the `old` lock (which this code wrote, so it is sorted) by
-    rendering only the `changed` queries again. None when `old` is not a lock this code wrote."""
-    pieces = patch_lock_pieces(old, memos, changed)
-    return None if pieces is None else b"".join(pieces)
-
-
 def patch_lock_pieces(old: Buffer, memos: Mapping[str, Memo], changed: set[str]) -> list[bytes | memoryview] | None:
-    """patch_lock's bytes as the pieces to write one after the other: the entries kept are views
-    of `old` (bytes, or the old lock mapped into memory), never copied. Each changed query is
+    """The lock of `memos`, made from the `old` lock (which this code wrote, so it is sorted) by
+    rendering only the `changed` queries again; None when `old` is not a lock this code wrote.
+    As the pieces to write one after the other: the entries kept are views of `old` (bytes, or
+    the old lock mapped into memory), never copied. Each changed query is
     found by a binary search over the bytes, and the entries between are kept as they are: a
     build that ran a few queries of a large graph neither parses nor renders the rest, nor
     copies it (the lock of 5,000 facts is 25 MB)."""
