@@ -175,18 +175,10 @@ async def view_block(ctx: Context, project: str, view: str, origin: str, source:
     store = ctx.settings.store
     sections = await ctx.query_all([view_section(project, view, origin, source, n) for n in range(first, last)])
     path = store.view(project, view)
-    folders: dict[tuple[str, str], str] = {}  # a source's facts folder, as linked from the page
-
-    def cited(cited_project: str, ref: str) -> str:  # link(path, store.fact(...)), a folder's link made once
-        cited_source, slug = ref.split("/", 1)
-        folder = folders.get((cited_project, cited_source))
-        if folder is None:
-            folder = folders[(cited_project, cited_source)] = link(path, store.facts_dir(cited_project, cited_source))
-        return f"([{slug}]({folder}/{slug}.md))"
-
     return ViewBlock(sections=[SaidSection(title=section.title, statements=[
-        (st.text, f"- {st.text} " + " ".join(cited(section.origin, ref) for ref in st.cites))
-        for st in section.statements]) for section in sections])
+        (st.text, f"- {st.text} " + " ".join(
+            f"([{ref.split('/', 1)[1]}]({link(path, store.fact(section.origin, *ref.split('/', 1)))}))"
+            for ref in st.cites)) for st in section.statements]) for section in sections])
 
 
 @rule(version=5, uses=(complete, view_parts), settings=("store", "label"), returns=ViewPage)

@@ -17,9 +17,9 @@ from .hashing import ABSENT, NOT_A_FILE, hash_bytes, hash_stream
 RACY_NS = 2_000_000_000
 
 TEMP_SUFFIX = ".kbuild-tmp"
-# Stat entries looked up alone before the hasher loads them all: one lookup costs what loading
-# about four rows does, and an edit looks up a few dozen (the files it reads, and the pages the
-# build before wrote too recently to trust their stats), where a store of 5,000 facts has 6,500.
+# Stat entries looked up alone before the hasher loads them all: an edit looks up a few dozen
+# (the files it reads, and the pages the build before wrote too recently to trust their stats)
+# of the thousands a large store has, and a check, which hashes every file, loads them all.
 LOOKED_UP_ONE_BY_ONE = 256
 
 
