@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,11 +245,16 @@ class Snapshot(BuildState):
         return ([path for path, digest in summary["files"].items() if changed(path, digest)],
                 [path for path, digest in summary["outputs"].items() if changed(path, digest)])
 
-    def _stats_of(self, summary: dict[str, Any]) -> dict[str, list[int]]:
-        """The stat of each file the summary names, where the stat cache holds it with that hash."""
-        cache = self.hasher.stat_cache
-        return {path: list(entry[0]) for kind in ("files", "outputs") for path, digest in summary[kind].items()
-                if (entry := cache.get(path)) is not None and entry[1] == digest}
+    def _stats_of(self, summary: dict[str, Any], paths: Iterable[str] | None = None) -> dict[str, list[int]]:
+        """The stat of each file the summary names (of `paths`, if given), where the stat cache
+        holds it with that hash."""
+        files, outputs, recorded = summary["files"], summary["outputs"], self.hasher.recorded
+        found = {}
+        for path in files.keys() | outputs.keys() if paths is None else paths:
+            entry = recorded(path) if path in files or path in outputs else None
+            if entry is not None and entry[1] in (files.get(path), outputs.get(path)):
+                found[path] = list(entry[0])
+        return found
 
     def still_clean(self, root_ids: list[str]) -> int | None:
         """The number of queries, when the whole graph is still settled; else None."""
@@ -323,12 +329,9 @@ class Snapshot(BuildState):
         summary["queries"] += sum(q not in self.replaced for q in self.report.executed) - len(dead)
         # a stat stands while the file's hash in the summary and its entry in the stat cache
         # do: only those that this build changed are looked up again, not the whole cache
-        stats = summary.setdefault("stats", {})
-        for path in touched | written | self.hasher.restated:
-            entry = self.hasher.recorded(path) if path in files or path in outputs else None
-            if entry is not None and entry[1] in (files.get(path), outputs.get(path)):
-                stats[path] = list(entry[0])
-            else:
-                stats.pop(path, None)
+        stats, again = summary.setdefault("stats", {}), touched | written | self.hasher.restated
+        for path in again:
+            stats.pop(path, None)
+        stats.update(self._stats_of(summary, again))
         self.state.set_meta(CLEAN, json.dumps(summary))
         self._remember_lock()
