@@ -150,25 +150,50 @@ def test_damage_is_found_in_a_broken_state_and_not_in_a_sound_one(tmp_path: Path
     assert found is not None and found != "ok"
 
 
-def test_the_reach_answers_from_the_index_alone_in_a_state_made_before_it(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    state = State(path)
+def test_the_reach_answers_from_the_index_alone(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.db")
     state.save_memo(memo("b()", [[("a()", "h")]]), None)
-    state.close()
-    old = sqlite3.connect(path)  # a state from before parts: no part column, readers indexed by dep
-    old.executescript("DROP INDEX reads_by_dep_reader_part; CREATE TABLE r AS SELECT dep, reader FROM reads; "
-                      "DROP TABLE reads; ALTER TABLE r RENAME TO reads; CREATE INDEX reads_by_dep ON reads (dep);")
-    old.close()
-    state = State(path)
-    plan = " ".join(str(row) for row in state.db.execute(
-        "EXPLAIN QUERY PLAN SELECT dep, reader, part FROM reads WHERE dep IN (?)", ["a()"]))
-    assert "COVERING INDEX reads_by_dep_reader_part" in plan, plan
-    assert state.readers(["a()"]) == {"b()"}
-    assert state.reads_of(["a()"]) == [("a()", "b()", "")]  # read as a whole read: a larger reach, never a wrong one
+    state.write_memos()
+    for sql in ("SELECT reader FROM reads WHERE dep IN (?)", "SELECT reader FROM reads WHERE dep IN (?) AND part=''",
+                "SELECT reader FROM reads WHERE dep=? AND part IN (?)", "SELECT DISTINCT dep FROM reads WHERE dep IN (?) AND part!=''"):
+        plan = " ".join(str(row) for row in state.db.execute(f"EXPLAIN QUERY PLAN {sql}", ["a()"] * sql.count("?")))
+        assert "COVERING INDEX reads_by_dep_part_reader" in plan, (sql, plan)
 
 
 def test_the_reads_index_names_the_part_a_part_read_read(tmp_path: Path) -> None:
     state = State(tmp_path / "state.db")
     state.save_memo(memo("b()", [[("a()", PartHash.of("low", "h1")), ("a()", PartHash.of("high", "h2"))],
                                  [("c()", "h3")]]), None)
-    assert sorted(state.reads_of(["a()", "c()"])) == [("a()", "b()", "high"), ("a()", "b()", "low"), ("c()", "b()", "")]
+    state.save_memo(memo("d()", [[("a()", "h4")]]), None)
+    assert state.whole_readers(["a()", "c()"]) == {"b()", "d()"}  # b reads c whole, d reads a whole
+    assert state.part_readers("a()") == {"b()"} and state.part_readers("a()", ["high"]) == {"b()"}
+    assert state.part_readers("a()", ["other"]) == set() and state.part_readers("c()") == set()
+    assert state.read_in_parts(["a()", "c()"]) == {"a()"}
+
+
+def test_what_lies_behind_a_gate_is_kept_until_who_reads_what_changes(tmp_path: Path) -> None:
+    """The queries behind a part read, walked once, are taken from the state by the next build
+    for as long as every query run again reads what it read; any other change of the reads
+    makes the next build walk them again, so the set is never one of an older graph."""
+    state = State(tmp_path / "state.db")
+    state.save_memo(memo("b()", [[("a()", PartHash.of("p", "h1"))]]), None)
+    state.save_memo(memo("c()", [[("b()", "h2")]]), None)
+    assert state.behind("a()") == {"b()", "c()"}
+    state.commit()
+    walked = []
+    real = state.readers
+    state.readers = lambda deps: walked.append(deps) or real(deps)  # type: ignore[method-assign]
+
+    state.save_memo(memo("b()", [[("a()", PartHash.of("p", "h9"))]]), None)  # run again: a new hash, the same read
+    assert state.behind("a()") == {"b()", "c()"} and walked == []
+
+    state.save_memo(memo("d()", [[("c()", "h3")]]), None)  # a new reader
+    assert state.behind("a()") == {"b()", "c()", "d()"} and walked
+    state.save_memo(memo("c()", [[(FileRead.of("x.txt"), "h")]]), None)  # c no longer reads b
+    assert state.behind("a()") == {"b()"}
+    state.save_memo(memo("c()", [[("b()", "h2")]]), None)
+    assert state.behind("a()") == {"b()", "c()", "d()"}
+    state.delete_memos(["d()"])
+    assert state.behind("a()") == {"b()", "c()"}
+    state.close()
+    assert State(tmp_path / "state.db").behind("a()") == {"b()", "c()"}

@@ -76,8 +76,7 @@ class BuildState:
         # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
         self.reached: set[str] | None = None
         # Of those, the ones some unreached queries read only a part of (gates, graphload.py):
-        # the parts read and by whom; the queries behind each; the gates not yet settled.
-        self.gate_reads: dict[str, list[tuple[str, str]]] = {}
+        # the queries behind each; the gates not yet settled.
         self.behind_gates: dict[str, set[str]] = {}
         self.open_gates: set[str] = set()
         self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before

@@ -43,34 +43,24 @@ class GraphLoading(BuildState):
         frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
             frontier |= writers
-        # The reach, read backwards through whole reads only. A query that read only a part of
-        # a reached query is behind a gate: whether the change reaches it depends on whether
-        # that part changed, known once the reached query is settled (`gate_open`).
+        # The reach, read backwards through whole reads only.
         reached: set[str] = set()
-        gates: dict[str, list[tuple[str, str]]] = {}
         while frontier:
             reached |= frontier
-            following: set[str] = set()
-            for dep, reader, part in state.reads_of(frontier):
-                if part:
-                    gates.setdefault(dep, []).append((part, reader))
-                else:
-                    following.add(reader)
-            frontier = following - reached
-        self.gate_reads = {q: [(part, r) for part, r in edges if r not in reached] for q, edges in gates.items()}
-        self.gate_reads = {q: edges for q, edges in self.gate_reads.items() if edges}
-        self.open_gates = set(self.gate_reads)
-        # What lies behind each gate, and behind which gates each query lies: such a query is
-        # settled as recorded once all its gates are settled and none let the change through.
+            frontier = state.whole_readers(frontier) - reached
+        # A reached query that others read only a part of is a gate: whether the change goes
+        # through depends on whether that part changed, known once the gate is settled
+        # (`gate_open`). Until then the queries behind it wait, and nothing else does. The set
+        # behind a gate comes from the state, walked over the whole recorded graph, reached
+        # queries too: the queries it adds lie behind a gate anyway, and wait a little longer.
         behind: dict[str, set[str]] = {}
-        for source, edges in self.gate_reads.items():
-            seen = {r for _, r in edges}
-            frontier = set(seen)
-            while frontier:
-                frontier = state.readers(frontier) - reached - seen
-                seen |= frontier
-            for qid in seen:
-                behind.setdefault(qid, set()).add(source)
+        self.open_gates = set()
+        for gate in state.read_in_parts(reached):
+            waiting = state.behind(gate) - reached
+            if waiting:
+                self.open_gates.add(gate)
+            for qid in waiting:
+                behind.setdefault(qid, set()).add(gate)
         self.behind_gates = behind
         self.reached = reached
         self.memos = _LazyMemos(state)
@@ -99,14 +89,15 @@ class GraphLoading(BuildState):
         self.open_gates.discard(source)
         before = self.replaced.get(source)
         if source in self.failed:
-            through = [r for _, r in self.gate_reads[source]]
+            through = self.state.part_readers(source)
         elif before is None:
-            through = []  # not run: every part is as it was
+            through = set()  # not run: every part is as it was
         else:
             now = self.memos[source].parts
-            through = [r for part, r in self.gate_reads[source] if before.parts.get(part) != now.get(part)]
+            through = self.state.part_readers(source, [p for p in before.parts.keys() | now.keys()
+                                                       if before.parts.get(p) != now.get(p)])
         assert self.reached is not None
-        frontier = set(through) - self.reached
+        frontier = through - self.reached
         while frontier:
             self.reached |= frontier
             self.memos.update(self.state.load_memos(frontier - self.memos.keys()))

@@ -14,7 +14,7 @@ from pathlib import Path
 from .files import StatEntry
 from .hashing import canonical_json
 
-STATE_VERSION = 4
+STATE_VERSION = 5
 # Saved memos are written WRITE_BATCH at a time (and before any read or commit), so that the
 # buffer stays small and the last commit does not hold up the build's end: a cold build of
 # 1,000 queries at 16 in flight ended 23-34 ms after its last call against 32-38 ms with all
@@ -87,11 +87,17 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
 -- loading the graph: who reads each query or file, who writes each output.
 -- `part` names the part of dep's value a part read read ('' for a whole read), so the reach
 -- can stop where only an unchanged part was read (graphload.py).
-CREATE TABLE IF NOT EXISTS reads (dep TEXT NOT NULL, reader TEXT NOT NULL, part TEXT NOT NULL DEFAULT '');
+-- Looked up by dep, whole reads apart from part reads: the index holds the part and the reader,
+-- so the reach is answered from the index alone.
+CREATE TABLE IF NOT EXISTS reads (dep TEXT NOT NULL, reader TEXT NOT NULL, part TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS reads_by_dep_part_reader ON reads (dep, part, reader);
 CREATE INDEX IF NOT EXISTS reads_by_reader ON reads (reader);
 CREATE TABLE IF NOT EXISTS writes (path TEXT NOT NULL, writer TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS writes_by_path ON writes (path);
 CREATE INDEX IF NOT EXISTS writes_by_writer ON writes (writer);
+-- What lies behind a gate (graphload.py): every query that reads a part of `gate`, or reads one
+-- that does, directly or not, as a JSON list. Emptied whenever who reads what changes.
+CREATE TABLE IF NOT EXISTS behind (gate TEXT PRIMARY KEY, readers TEXT NOT NULL);
 """
 
 
@@ -138,18 +144,9 @@ class State:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version != STATE_VERSION:  # local state is rebuildable: an older layout is dropped, not migrated
             self.db.executescript("DROP TABLE IF EXISTS memo; DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS meta; "
-                                  "DROP TABLE IF EXISTS reads; DROP TABLE IF EXISTS writes;")
+                                  "DROP TABLE IF EXISTS reads; DROP TABLE IF EXISTS writes; DROP TABLE IF EXISTS behind;")
             self.db.execute(f"PRAGMA user_version={STATE_VERSION}")
         self.db.executescript(SCHEMA)
-        if "part" not in {row[1] for row in self.db.execute("PRAGMA table_info(reads)")}:
-            # a state made before reads had parts: its rows read as whole reads, which only makes
-            # the reach larger, never wrong; each query run again records its parts
-            self.db.execute("ALTER TABLE reads ADD COLUMN part TEXT NOT NULL DEFAULT ''")
-        # The reach looks readers up by dep: an index that holds the reader and the part answers
-        # from the index alone, without a look into the table for each row. A state made with an
-        # older index gets this one.
-        self.db.executescript("DROP INDEX IF EXISTS reads_by_dep; DROP INDEX IF EXISTS reads_by_dep_reader; "
-                              "CREATE INDEX IF NOT EXISTS reads_by_dep_reader_part ON reads (dep, reader, part);")
         self.db.execute("BEGIN")
         # Memos saved and not yet written, written together (WRITE_BATCH) before anything reads
         # the database or commits. They are in the open transaction either way (a crash loses
@@ -200,11 +197,42 @@ class State:
         return {r for batch in _batches(deps) for (r,) in
                 self.db.execute(f"SELECT reader FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)}
 
-    def reads_of(self, deps: Iterable[str]) -> list[tuple[str, str, str]]:
-        """Every recorded read of any of `deps`: (dep, reader, part), part '' for a whole read."""
+    def whole_readers(self, deps: Iterable[str]) -> set[str]:
+        """The queries whose memos read the whole value of any of `deps`."""
         self.write_memos()
-        return [row for batch in _batches(deps) for row in self.db.execute(
-            f"SELECT dep, reader, part FROM reads WHERE dep IN ({','.join('?' * len(batch))})", batch)]
+        return {r for batch in _batches(deps) for (r,) in self.db.execute(
+            f"SELECT reader FROM reads WHERE dep IN ({','.join('?' * len(batch))}) AND part=''", batch)}
+
+    def part_readers(self, dep: str, parts: Iterable[str] | None = None) -> set[str]:
+        """The queries whose memos read one of `parts` of `dep`'s value (any part, if None)."""
+        self.write_memos()
+        if parts is None:
+            return {r for (r,) in self.db.execute("SELECT reader FROM reads WHERE dep=? AND part!=''", (dep,))}
+        return {r for batch in _batches(parts) for (r,) in self.db.execute(
+            f"SELECT reader FROM reads WHERE dep=? AND part IN ({','.join('?' * len(batch))})", [dep, *batch])}
+
+    def read_in_parts(self, deps: Iterable[str]) -> set[str]:
+        """Those of `deps` that some memo reads a part of."""
+        self.write_memos()
+        return {d for batch in _batches(deps) for (d,) in self.db.execute(
+            f"SELECT DISTINCT dep FROM reads WHERE dep IN ({','.join('?' * len(batch))}) AND part!=''", batch)}
+
+    def behind(self, gate: str) -> set[str]:
+        """Every query that reads a part of `gate`'s value, or reads one that does, directly or
+        not. Kept until who reads what changes: a one-sentence edit changes what queries read,
+        not who reads whom, so the next edit of that source takes the set from here instead of
+        walking thousands of readers again (`python benchmarks/edit_time.py`)."""
+        self.write_memos()
+        row = self.db.execute("SELECT readers FROM behind WHERE gate=?", (gate,)).fetchone()
+        if row is not None:
+            return set(json.loads(row[0]))
+        seen = self.part_readers(gate)
+        frontier = set(seen)
+        while frontier:
+            frontier = self.readers(frontier) - seen
+            seen |= frontier
+        self.db.execute("INSERT INTO behind VALUES (?,?)", (gate, json.dumps(list(seen))))
+        return seen
 
     def writers(self, paths: Iterable[str]) -> dict[str, set[str]]:
         """The queries whose memos write each of `paths`."""
@@ -217,12 +245,23 @@ class State:
         return found
 
     def _index(self, memos: list[Memo]) -> None:
-        ids = [(m.id,) for m in memos]
-        self.db.executemany("DELETE FROM reads WHERE reader=?", ids)
+        """Record whom each memo reads and what it writes. Only the memos whose reads differ from
+        their recorded ones are written again (a query run again mostly reads what it read), and
+        a difference empties `behind`, which was walked over the reads as they were."""
         part_of = PartHash.part_of
-        self.db.executemany("INSERT INTO reads VALUES (?,?,?)",
-                            ((d, m.id, part) for m in memos
-                             for d, part in {(d, part_of(h) or "") for d, h in flat(m.deps)}))
+        reads = {m.id: {(d, part_of(h) or "") for d, h in flat(m.deps)} for m in memos}
+        recorded: dict[str, set[tuple[str, str]]] = {}
+        for batch in _batches(reads):
+            for reader, dep, part in self.db.execute(
+                    f"SELECT reader, dep, part FROM reads WHERE reader IN ({','.join('?' * len(batch))})", batch):
+                recorded.setdefault(reader, set()).add((dep, part))
+        changed = [(qid,) for qid, read in reads.items() if read != recorded.get(qid, set())]
+        if changed:
+            self.db.execute("DELETE FROM behind")
+            self.db.executemany("DELETE FROM reads WHERE reader=?", changed)
+            self.db.executemany("INSERT INTO reads VALUES (?,?,?)",
+                                ((d, qid, part) for (qid,) in changed for d, part in reads[qid]))
+        ids = [(m.id,) for m in memos]
         self.db.executemany("DELETE FROM writes WHERE writer=?", ids)
         self.db.executemany("INSERT INTO writes VALUES (?,?)", ((p, m.id) for m in memos for p in m.outputs))
 
@@ -255,6 +294,8 @@ class State:
     def delete_memos(self, ids: Iterable[str]) -> None:
         self.write_memos()
         ids = list(ids)
+        if ids:
+            self.db.execute("DELETE FROM behind")
         for table, column in (("memo", "id"), ("reads", "reader"), ("writes", "writer")):
             self.db.executemany(f"DELETE FROM {table} WHERE {column}=?", ((i,) for i in ids))
 
