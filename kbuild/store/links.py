@@ -75,6 +75,8 @@ def rewrite_source_links(text: str, origin: str, page: str, sources: dict[str, s
 def needs_sources(text: str, own: set[str]) -> bool:
     """Whether `text` has a link that only the listing of sources can resolve: most documents
     have none, and they are not converted again when another source is added or moved."""
+    if "](" not in text:  # every link and image has it; a search for it is a scan in C, not the regex's walk
+        return False
     targets = (m.group("target") for m in _PART.finditer(text) if not m.group("code"))
     return any(not t.startswith("#") and t.split("#", 1)[0] not in own for t in targets)
 
