@@ -646,6 +646,24 @@ def test_an_edit_of_one_part_checks_what_reads_that_part_not_what_reads_the_othe
     assert not engine.inspect().stale
 
 
+def test_a_reader_that_starts_reading_a_part_is_behind_its_gate_at_the_next_edit(folder):
+    """What lies behind a gate is kept between builds (the state's `behind`); a query that has
+    begun to read a part since must be in it, or an edit of that part would leave it as it was."""
+    rules = [sections, section, exclaimed, all_exclaimed]
+    two, three = all_exclaimed("s.txt", ["n0", "n1"]), all_exclaimed("s.txt", ["n0", "n1", "n2"])
+    (folder / "s.txt").write_text("n0: zero\nn1: one\nn2: two\n")
+    Engine(folder, rules).build([two])
+    (folder / "s.txt").write_text("n0: nought\nn1: one\nn2: two\n")
+    Engine(folder, rules).build([two])  # walks behind the gate, and keeps what it found
+    Engine(folder, rules).build([two, three])  # new readers of part n2; nothing is forgotten
+    RUNS.clear()
+    (folder / "s.txt").write_text("n0: nought\nn1: one\nn2: deux\n")
+    engine = Engine(folder, rules)
+    assert engine.build([two, three]).failed == {}
+    assert RUNS == ["sections", "section n2", "exclaimed n2", "all exclaimed"]
+    assert engine.value(three) == ["NOUGHT!", "ONE!", "DEUX!"]
+
+
 def test_a_lock_entry_read_on_its_own_keeps_its_part_hashes():
     from kbuild.engine.lockfile import lock_entries, parse_entry
 
