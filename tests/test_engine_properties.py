@@ -1,4 +1,4 @@
-"""Property tests of the engine over random rule graphs and random edits of their inputs.
+"""Property tests of the engine over random rule graphs and random edits of their inputs and targets.
 
 A tiny interpreter computes every query from scratch; the engine, building incrementally after
 each edit, must agree with it (correctness) and must run exactly the queries whose recorded
@@ -149,9 +149,13 @@ def graphs(draw):
         ))
     targets = draw(st.lists(st.integers(0, n_nodes - 1), min_size=1, max_size=3, unique=True))
     inputs = draw(st.lists(st.integers(0, 9), min_size=n_inputs, max_size=n_inputs))
+    # Each edit changes some inputs, and sometimes the targets: a new target's queries may begin
+    # to read parts read before (new readers of a gate), a dropped one leaves queries to forget.
+    new_targets = st.lists(st.integers(0, n_nodes - 1), min_size=1, max_size=3, unique=True)
     edits = draw(st.lists(
-        st.lists(st.tuples(st.integers(0, n_inputs - 1), st.integers(0, 9)), max_size=3),
-        min_size=1, max_size=5,
+        st.tuples(st.lists(st.tuples(st.integers(0, n_inputs - 1), st.integers(0, 9)), max_size=3),
+                  st.one_of(st.none(), new_targets)),
+        min_size=1, max_size=8,
     ))
     return nodes, targets, inputs, edits
 
@@ -184,11 +188,13 @@ def test_incremental_equals_from_scratch_and_runs_exactly_what_changed(tmp_path_
     assert report.ok, report.failed
     assert Counter(EXECUTED) == Counter(traces.keys())  # a cold build runs each reached query once
 
-    for edit in edits:
+    for edit, new_targets in edits:
         new_inputs = list(inputs)
         for i, v in edit:
             new_inputs[i] = v
         write_inputs(folder, new_inputs)
+        if new_targets is not None:
+            targets, queries = new_targets, [query_of(t) for t in new_targets]
         new_values, new_traces = evaluate(spec, new_inputs, targets)
         expected = {
             j for j in new_traces
