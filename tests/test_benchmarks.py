@@ -39,6 +39,16 @@ def test_the_check_breakdown_runs_on_a_small_store():
         assert step in result.stdout
 
 
+def test_the_edit_phases_time_each_rule_of_an_edit():
+    """benchmarks/edit_phases.py times rules by patching the engine's own functions: it must
+    follow their names, and an edit must run the rules it names."""
+    result = subprocess.run([sys.executable, "benchmarks/edit_phases.py", "--chunks", "20", "--runs", "1",
+                             "--top", "40"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for step in ("| the whole build, after Python starts |", "| rule text |", "| rule search_index |"):
+        assert step in result.stdout
+
+
 def test_the_edit_time_a_b_times_both_kbuilds_on_their_own_stores():
     """--against is how a change to the edit path is measured (this kbuild and the one before,
     interleaved): a row each."""
