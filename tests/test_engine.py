@@ -664,6 +664,51 @@ def test_a_reader_that_starts_reading_a_part_is_behind_its_gate_at_the_next_edit
     assert engine.value(three) == ["NOUGHT!", "ONE!", "DEUX!"]
 
 
+@rule(parts=True)
+async def section_words(ctx, path, name):
+    """A gate behind a gate: a section's words, one part each."""
+    RUNS.append(f"words {name}")
+    return {str(i): w for i, w in enumerate((await ctx.query(section(path, name))).split())}
+
+
+@rule
+async def word(ctx, path, name, i):
+    RUNS.append(f"word {name} {i}")
+    return await ctx.query_part(section_words(path, name), str(i))
+
+
+@rule
+async def every_word(ctx, path, names, count):
+    RUNS.append("every word")
+    return await ctx.query_all([word(path, n, i) for n in names for i in range(count)])
+
+
+def test_a_change_let_through_a_gate_stops_at_the_next_gate(folder, monkeypatch):
+    """A gate's changed part may reach another query read in parts (a source's regions, then
+    one region's chunks): that one is a gate too, and of its readers only those of the parts
+    that changed are loaded and checked."""
+    from kbuild.engine import demand
+
+    names, count = [f"n{i}" for i in range(4)], 150
+    rules = [sections, section, section_words, word, every_word]
+    (folder / "s.txt").write_text("".join(f"{n}: {' '.join(f'w{i}' for i in range(count))}\n" for n in names))
+    target = every_word("s.txt", names, count)
+    Engine(folder, rules).build([target])
+    (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("n2: w0 w1 w2 w3", "n2: w0 w1 w2 three"))
+    Engine(folder, rules).build([target])  # walks behind the gates, and keeps what it found
+    checked: list[str] = []
+    real = demand.first_changed_read
+    monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
+    RUNS.clear()
+    (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("n2: w0 w1 w2 three", "n2: w0 w1 w2 four"))
+    engine = Engine(folder, rules)
+    engine.build([target])
+    assert RUNS == ["sections", "section n2", "words n2", "word n2 3", "every word"]
+    assert engine.value(word("s.txt", "n2", 3)) == "FOUR"
+    assert len(checked) < 20, len(checked)  # not one per word of the section: 150 read behind the second gate
+    assert not engine.inspect().stale
+
+
 def test_a_lock_entry_read_on_its_own_keeps_its_part_hashes():
     from kbuild.engine.lockfile import lock_entries, parse_entry
 

@@ -43,40 +43,14 @@ class GraphLoading(BuildState):
         frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
             frontier |= writers
-        # The reach, read backwards through whole reads only.
-        reached: set[str] = set()
-        while frontier:
-            reached |= frontier
-            frontier = state.whole_readers(frontier) - reached
-        # A reached query that others read only a part of is a gate: whether the change goes
-        # through depends on whether that part changed, known once the gate is settled
-        # (`gate_open`). Until then the queries behind it wait, and nothing else does. The set
-        # behind a gate comes from the state, walked over the whole recorded graph, reached
-        # queries too: the queries it adds lie behind a gate anyway, and wait a little longer.
-        behind: dict[str, set[str]] = {}
-        self.open_gates = set()
-        for gate in state.read_in_parts(reached):
-            waiting = state.behind(gate) - reached
-            if waiting:
-                self.open_gates.add(gate)
-            for qid in waiting:
-                behind.setdefault(qid, set()).add(gate)
-        self.behind_gates = behind
-        self.reached = reached
+        self.reached, self.behind_gates, self.open_gates = set(), {}, set()
         self.memos = _LazyMemos(state)
-        self.memos.update(state.load_memos(reached))
-        green = self.green
-        for qid in reached:
-            for dep, recorded in flat(self.memos[qid].deps):
-                # a part read recorded the hash of one part, not the value's: the query is
-                # settled from its own memo when it is demanded
-                if (dep not in reached and dep not in behind and not isinstance(dep, FileRead)
-                        and PartHash.part_of(recorded) is None):
-                    green[dep] = recorded
+        self._extend_reach(frontier)
+        reached, behind = self.reached, self.behind_gates
         for qid in root_ids:
             memo = self.memos.get(qid) if qid not in reached and qid not in behind else None
             if memo is not None:
-                green[qid] = memo.hash
+                self.green[qid] = memo.hash
 
     def gate_open(self, source: str) -> bool:
         """Whether `source`, a reached query some unreached queries read parts of, is still to
@@ -96,19 +70,56 @@ class GraphLoading(BuildState):
             now = self.memos[source].parts
             through = self.state.part_readers(source, [p for p in before.parts.keys() | now.keys()
                                                        if before.parts.get(p) != now.get(p)])
-        assert self.reached is not None
-        frontier = through - self.reached
-        while frontier:
-            self.reached |= frontier
-            self.memos.update(self.state.load_memos(frontier - self.memos.keys()))
-            frontier = self.state.readers(frontier) - self.reached
+        self._extend_reach(through)
         return False
+
+    def _extend_reach(self, frontier: set[str]) -> None:
+        """Put `frontier` in the reach, with what reads it whole, directly or not.
+
+        A query put there that others read only a part of is a gate: whether the change goes
+        through depends on whether that part changed, known once the gate is settled
+        (`gate_open`). Until then the queries behind it wait, and nothing else does. The set
+        behind a gate comes from the state, walked over the whole recorded graph, reached
+        queries too: the queries it adds lie behind a gate anyway, and wait a little longer. A
+        gate opened later may let a change through to another gate (a source's regions, then
+        the chunks of one region): that one is a gate like the first."""
+        state, reached = self.state, self.reached
+        assert reached is not None
+        added: set[str] = set()
+        frontier = frontier - reached
+        while frontier:
+            reached |= frontier
+            added |= frontier
+            frontier = state.whole_readers(frontier) - reached
+        self.memos.update(state.load_memos(added - self.memos.keys()))
+        behind = self.behind_gates
+        for gate in state.read_in_parts(added):
+            waiting = state.behind(gate) - reached
+            if waiting:
+                self.open_gates.add(gate)
+            for qid in waiting:
+                behind.setdefault(qid, set()).add(gate)
+        # What the queries put in the reach read that no change reaches, nor lies behind a gate,
+        # is as recorded: settled here, where one by one each would load its memo.
+        green = self.green
+        for qid in added:
+            for dep, recorded in flat(self.memos[qid].deps):
+                # a part read recorded the hash of one part, not the value's: the query is
+                # settled from its own memo when it is demanded
+                if (dep not in reached and dep not in behind and not isinstance(dep, FileRead)
+                        and PartHash.part_of(recorded) is None):
+                    green[dep] = recorded
 
     def behind_open_gate(self, qid: str) -> list[str]:
         """The gates `qid` lies behind that are not settled yet (none: settled as recorded, unless
         a change came through one and put it in the reach)."""
-        sources = self.behind_gates.get(qid)
-        return [s for s in sources if self.gate_open(s)] if sources else []
+        found: list[str] = []
+        looked: set[str] = set()
+        # A gate settled here may put it behind another (`_extend_reach`): looked at in turn.
+        while (sources := self.behind_gates.get(qid, set()) - looked):
+            looked |= sources
+            found += [s for s in sources if self.gate_open(s)]
+        return found
 
     def _import_lock(self) -> None:
         """Take the graph from the lock when it changed under us (a fresh clone, a git pull).
