@@ -22,6 +22,10 @@ of it, never how far it is from the start of the document: after an edit the
 boundaries further away stay where they were, and the chunks between them keep
 their exact text.
 
+Top-level headings are weighed before any other place, among themselves alone, so the ones
+accepted part the text into *regions* that are sliced independently (`layout`, `slice_region`):
+a build re-slices the region an edit falls in, not the whole text.
+
 Each chunk names the headings it covers, and `fact_names` turns those into
 file names that hold still when the text around them changes.
 
@@ -35,14 +39,14 @@ import hashlib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kbuild.text.markdown import ATX_HEADING, FENCE, LIST_ITEM, PAGE_MARKER, UNDERLINE, visible_text
 from kbuild.text.sentences import line_ends_sentence, sentence_spans
 from kbuild.text.slugs import slug, unique
 from kbuild.text.tokens import UNITS_PER_TOKEN, units
 
-__all__ = ["Chunk", "chunk_texts", "fact_names", "slice_text"]
+__all__ = ["Chunk", "Region", "chunk_texts", "fact_names", "layout", "region_texts", "slice_region", "slice_text"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,21 @@ class _Doc:
             self.headings: dict[int, tuple[int, int, str]] = {}
             self.in_heading = [False] * n
             self.top_level = 1
+
+    @classmethod
+    def of_region(cls, region: Region) -> _Doc:
+        """A region's lines as the slicer sees them, numbered from its first (0)."""
+        doc = cls.__new__(cls)
+        doc.lines = lines = region.lines
+        n = len(lines)
+        doc.kind = [int(k) for k in region.kinds]
+        doc.has_pages = region.pages is not None
+        doc.page = list(region.pages) if region.pages is not None else [None] * n
+        doc.headings = {line: (level, last, title) for line, level, last, title in region.headings}
+        doc.units = before = [0] * (n + 1)
+        for i, line in enumerate(lines):
+            before[i + 1] = before[i] + units(line) + (1 if (i < n - 1 or region.newline_last) else 0)
+        return doc
 
     def _find_headings(self) -> None:
         lines, kind, fence = self.lines, self.kind, self.fence
@@ -389,19 +408,115 @@ def slice_text(text: str, floor_tokens: int = 2000, cap_tokens: int = 4000, *, h
     headings=False treats "# ..." and underlined lines as text (for code,
     where they are comments).
     """
+    return [chunk for region in layout(text, [(floor_tokens, cap_tokens)], headings=headings)
+            for chunk in slice_region(region, floor_tokens, cap_tokens)]
+
+
+@dataclass(frozen=True)
+class Region:
+    """A stretch of a text between two of its top-level headings where every slicing asked of
+    `layout` cuts: all a slicing of it needs, positions counted from its own start, so that an
+    edit elsewhere that adds no line leaves it equal. Plain lists, strings and numbers: a query
+    value as it is (dataclasses.asdict), and the same when read back (Region(**value)).
+
+    Why it is exact: `_greedy` weighs top-level headings before any other place, among
+    themselves, so the ones it accepts are decided by them alone; every later place sees only
+    its accepted neighbours, which never lie beyond a region's ends; and a chunk over the cap is
+    split between its own ends. tests/test_slicing.py holds region-by-region slicing equal to
+    the whole text's.
+    """
+
+    first: int  # its first line, 0-based, in text.md
+    lines: list[str]
+    kinds: str  # each line's kind: "0" blank, "1" a page marker, "2" content
+    pages: list[int] | None  # each line's page; None without page markers
+    headings: list[list[Any]]  # [line, level, last line, visible title] of each heading in it
+    stack: list[list[Any]]  # [level, title] of each heading in force at its start, outermost first
+    places: list[list[int]]  # every place inside it a chunk may start (_Cand's fields)
+    accepted: list[list[list[int]]]  # for each slicing asked, the top-level headings inside it that it cuts at
+    newline_last: bool  # its last line ends in a line end (every region's but a text's without a final one)
+
+
+def _sizes(floor_tokens: int, cap_tokens: int) -> tuple[int, int]:
+    """The floor and the cap in units."""
     if floor_tokens < 1 or cap_tokens < 1:
         raise ValueError("floor_tokens and cap_tokens must be positive")
     if cap_tokens < floor_tokens:
         raise ValueError("cap_tokens must not be smaller than floor_tokens")
+    return min(floor_tokens * UNITS_PER_TOKEN, cap_tokens * UNITS_PER_TOKEN // 2), cap_tokens * UNITS_PER_TOKEN
+
+
+REGION_UNITS = 8192  # the least a region holds (2,048 tokens): a short text is one region
+
+
+def layout(text: str, sizes: list[tuple[int, int]], *, headings: bool = True,
+           region_units: int = REGION_UNITS) -> list[Region]:
+    """The text's regions: parted at top-level headings where a slicing at each of `sizes`
+    (floor_tokens, cap_tokens) cuts, each region with all `slice_region` needs. A text without
+    top-level headings (or headings=False) is one region.
+
+    Of those headings, the ones that part regions are chosen as slicing chooses boundaries, best
+    ranked first and at least `region_units` apart: by the text around them, so an edit moves
+    only the region ends near it. A region costs a few queries, paid where re-slicing it alone
+    saves slicing the whole text."""
+    units_at = [_sizes(floor, cap)[0] for floor, cap in sizes]
     doc, cands = _analysed(text, headings)
     n = len(doc.lines)
     if n == 0:
         return []
-    floor_units = min(floor_tokens * UNITS_PER_TOKEN, cap_tokens * UNITS_PER_TOKEN // 2)
-    cap_units = cap_tokens * UNITS_PER_TOKEN
-    bounds = _greedy(cands, [_Bound(0, 0), _Bound(doc.units[n], n)], floor_units)
+    ends = [_Bound(0, 0), _Bound(doc.units[n], n)]
+    tops = [c for c in cands if c.cls == _C_H1]
+    accepted = [_greedy(tops, ends, floor_units) for floor_units in units_at]
+    everywhere = set.intersection(*(set(a) for a in accepted))
+    common = _greedy([c for c in tops if _as_bound(c) in everywhere], ends, max(1, region_units))
+    cpos = [c.pos for c in cands]
+    heading_starts = sorted(doc.headings)
+    h = 0
+    stack: list[tuple[int, str]] = []
+    regions = []
+    for a, b in zip(common, common[1:]):
+        while h < len(heading_starts) and heading_starts[h] < a.cut:
+            level, _, title = doc.headings[heading_starts[h]]
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            h += 1
+        inside = cands[bisect.bisect_right(cpos, a.pos):bisect.bisect_left(cpos, b.pos)]
+        regions.append(Region(
+            first=a.cut, lines=doc.lines[a.cut:b.cut], kinds="".join(map(str, doc.kind[a.cut:b.cut])),
+            pages=doc.page[a.cut:b.cut] if doc.has_pages else None,
+            headings=[[line - a.cut, level, last - a.cut, title] for line in heading_starts[h:]
+                      if line < b.cut for level, last, title in [doc.headings[line]]],
+            stack=[list(s) for s in stack],
+            places=[[c.pos - a.pos, c.cut - a.cut, c.cls, c.rank, c.j - a.cut, c.k - a.cut] for c in inside],
+            accepted=[[[t.pos - a.pos, t.cut - a.cut] for t in tier if a.pos < t.pos < b.pos] for tier in accepted],
+            newline_last=b.cut < n or text.endswith("\n")))
+    return regions
+
+
+def slice_region(region: Region, floor_tokens: int, cap_tokens: int, which: int = 0) -> list[Chunk]:
+    """The chunks of one region, at the sizes `layout` was asked for as its `which`th, with
+    lines numbered as in text.md: what slice_text gives for the region's lines."""
+    floor_units, cap_units = _sizes(floor_tokens, cap_tokens)
+    doc = _Doc.of_region(region)
+    n = len(doc.lines)
+    cands = [_Cand(*place) for place in region.places]
+    accepted = [_Bound(pos, cut) for pos, cut in region.accepted[which]]
+    # Its top-level headings are decided (`accepted`, or refused): the others are weighed between them.
+    bounds = _greedy([c for c in cands if c.cls != _C_H1], [_Bound(0, 0), *accepted, _Bound(doc.units[n], n)],
+                     floor_units)
     bounds = _split_oversize(doc, bounds, cands, floor_units, cap_units)
-    return _make_chunks(doc, [b.cut for b in bounds])
+    return _make_chunks(doc, [b.cut for b in bounds], [(level, title) for level, title in region.stack],
+                        region.first)
+
+
+def region_texts(region: Region, chunks: list[Chunk]) -> list[str]:
+    """The text of each of a region's chunks: its lines with their line ends."""
+    ends = ["\n"] * len(region.lines)
+    if ends and not region.newline_last:
+        ends[-1] = ""
+    lines = [line + end for line, end in zip(region.lines, ends)]
+    return ["".join(lines[c.start - 1 - region.first:c.end - region.first]) for c in chunks]
 
 
 @functools.lru_cache(maxsize=4)
@@ -413,10 +528,12 @@ def _analysed(text: str, headings: bool) -> tuple[_Doc, list[_Cand]]:
     return doc, _candidates(doc)
 
 
-def _make_chunks(doc: _Doc, cuts: list[int]) -> list[Chunk]:
+def _make_chunks(doc: _Doc, cuts: list[int], stack: list[tuple[int, str]], first_line: int) -> list[Chunk]:
+    """The chunks between `cuts` (lines of `doc`), under the headings `stack` in force at its
+    start, numbered as lines of text.md from `first_line` (0-based) on."""
     n = len(doc.lines)
     cuts = sorted(set(cuts) | {0, n})
-    stack: list[tuple[int, str]] = []
+    stack = list(stack)
     heading_starts = sorted(doc.headings)
     h = 0
     chunks = []
@@ -432,7 +549,8 @@ def _make_chunks(doc: _Doc, cuts: list[int]) -> list[Chunk]:
             h += 1
         continued = bool(stack) and first not in doc.headings
         inside = heading_starts[h:bisect.bisect_left(heading_starts, e, lo=h)]
-        covers = [(level, title) for level, title in stack[-1:] + [doc.headings[i][::2] for i in inside] if title]
+        covers = [(level, title) for level, title in stack[-1:] + [(doc.headings[i][0], doc.headings[i][2]) for i in inside]
+                  if title]
         pages = None
         if doc.has_pages:
             content = [i for i in (first, _last_content(doc, s, e)) if 0 <= i < e and doc.kind[i] == _CONTENT]
@@ -440,7 +558,7 @@ def _make_chunks(doc: _Doc, cuts: list[int]) -> list[Chunk]:
             hi = doc.page[content[-1]] if content else doc.page[e - 1]
             pages = (lo, hi)
         tokens = -(-(doc.units[e] - doc.units[s]) // UNITS_PER_TOKEN)
-        chunks.append(Chunk(s + 1, e, tuple(t for _, t in stack), pages, tokens, covers=tuple(t for _, t in covers),
+        chunks.append(Chunk(first_line + s + 1, first_line + e, tuple(t for _, t in stack), pages, tokens, covers=tuple(t for _, t in covers),
                             levels=tuple(level for level, _ in covers), continued=continued))
     return chunks
 

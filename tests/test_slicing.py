@@ -14,7 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
+import json
+from dataclasses import asdict
+
+from kbuild import slicing
+from kbuild.slicing import Chunk, Region, chunk_texts, fact_names, layout, region_texts, slice_region, slice_text
 from kbuild.text.sentences import sentence_spans, split_sentences
 from kbuild.text.tokens import estimate_tokens
 
@@ -341,6 +345,49 @@ def check_floor(chunks: list[Chunk], floor: int, cap: int) -> None:
     for i, c in enumerate(chunks):
         neighbours = chunks[max(0, i - 1):i] + chunks[i + 1:i + 2]
         assert c.tokens >= 0.75 * low - 1 or any(c.tokens + n.tokens > cap for n in neighbours), (c, low)
+
+
+def whole_text_slicing(text: str, floor: int, cap: int, headings: bool) -> list[Chunk]:
+    """docs/slicing.md's slicing done over the whole text at once: what its regions, sliced one
+    by one, must add up to."""
+    doc, places = slicing._analysed(text, headings)
+    n = len(doc.lines)
+    if n == 0:
+        return []
+    floor_units, cap_units = slicing._sizes(floor, cap)
+    bounds = slicing._greedy(places, [slicing._Bound(0, 0), slicing._Bound(doc.units[n], n)], floor_units)
+    bounds = slicing._split_oversize(doc, bounds, places, floor_units, cap_units)
+    return slicing._make_chunks(doc, [b.cut for b in bounds], [], 0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.integers(2, 120), st.integers(1, 4), st.integers(5, 200), st.integers(1, 10), st.booleans(),
+       st.integers(0, 2000))
+def test_regions_slice_as_the_whole_text_does(doc, floor, ratio, other_floor, other_ratio, headings, region_units):
+    """A build slices a source region by region (kbuild.slicing.layout), at the fact sizes and
+    the search sections' at once: each slicing is the whole text's, whatever the other one is
+    and however large the regions, and a region read back from its JSON slices the same."""
+    text, _ = doc
+    sizes = [(floor, floor * ratio), (other_floor, other_floor * other_ratio)]
+    regions = layout(text, sizes, headings=headings, region_units=region_units)
+    if text.strip("\n"):
+        assert regions[0].first == 0 and sum(len(r.lines) for r in regions) == len(lines_of(text))
+    for which, (f, c) in enumerate(sizes):
+        chunks = [chunk for r in regions for chunk in slice_region(r, f, c, which)]
+        assert chunks == whole_text_slicing(text, f, c, headings)
+        assert "".join(t for r in regions for t in region_texts(r, slice_region(r, f, c, which))) == text
+    for r in regions:
+        again = Region(**json.loads(json.dumps(asdict(r))))
+        assert slice_region(again, *sizes[1], 1) == slice_region(r, *sizes[1], 1)
+
+
+def test_a_document_with_top_level_headings_is_cut_into_regions():
+    text = "".join(f"# Part {n}\n\n" + "A sentence of the part that goes on for a while. " * 20 + "\n\n"
+                   for n in range(10))
+    regions = layout(text, [(20, 60), (80, 700)], region_units=100)
+    assert len(regions) > 1
+    assert len(layout(text, [(20, 60), (80, 700)])) == 1  # under REGION_UNITS: one region
+    assert [c for r in regions for c in slice_region(r, 20, 60)] == slice_text(text, 20, 60)
 
 
 @settings(max_examples=100, deadline=None)
