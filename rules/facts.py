@@ -19,7 +19,7 @@ from kbuild.checks.links import broken_links_in, links_in
 from kbuild.checks.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.model.offline import clean, prose_sentences
-from kbuild.slicing import Chunk, chunk_texts, fact_names, slice_text
+from kbuild.slicing import Chunk, Region, fact_names, region_texts
 from kbuild.store import pages
 from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links, without_links
@@ -30,7 +30,7 @@ from .guard import plain_text_failures, unsupported_claims, write_grounded
 from .pages import write_page
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
-from .values import Chunks, ChunkText, Page, Place, Reading, SourceHeader, SourceText, Span
+from .values import Chunks, ChunkText, Page, Place, Reading, RegionPlace, RegionPlaces, SourceHeader, SourceRegions, SourceText, Span
 
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
@@ -205,30 +205,76 @@ async def text(ctx: Context, project: str, source: str) -> SourceText:
                       original=Path(got.path).name, pages=len(converted.pages), figures=figure_words)
 
 
+SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a search section (rules/search_index.py): cut at headings, a long one at paragraphs
+
+
 # The sizes reach the graph as settings (part of this rule's fingerprint): a changed size
 # makes exactly the queries that read it stale.
-@rule(version=2, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), returns=Chunks)
+@rule(version=1, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), parts=True)
+async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any]:
+    """The source's text in regions (kbuild.slicing.layout), where both the facts' and the
+    search sections' cuts agree: "region:N" each, with "header" (SourceRegions). Each region is
+    sliced by a query of its own that reads its part alone, so a one-sentence edit re-slices
+    one region, not the whole text, and the others' chunks stay as recorded, unread."""
+    doc = await ctx.query(text(project, source))
+    regions = slicing.layout(doc.text, [(ctx.settings.floor_tokens, ctx.settings.cap_tokens),
+                                        (SECTION_FLOOR, SECTION_CAP)], headings=doc.kind != "code")
+    header = SourceRegions(title=doc.title, original=doc.original, code=doc.kind == "code", pages=doc.pages,
+                           figures=sorted(doc.figures), regions=len(regions))
+    return {"header": header.model_dump(), **{f"region:{n}": vars(r) for n, r in enumerate(regions)}}
+
+
+async def region_of(ctx: Context, project: str, source: str, region: int) -> Region:
+    found = await ctx.query_part(text_regions(project, source), f"region:{region}")
+    if found is None:
+        raise Problem(f"{project}/{source} has no region {region} any more")
+    return Region(**found)
+
+
+@rule(version=1, uses=(slicing, region_of), settings=("floor_tokens", "cap_tokens"), returns=RegionPlaces)
+async def region_places(ctx: Context, project: str, source: str, region: int) -> RegionPlaces:
+    """Where each of one region's chunks stands, in order. `chunks` reads every region's, whole:
+    an edit that moves no boundary stops here, and the source's chunks are as recorded."""
+    found = await region_of(ctx, project, source, region)
+    return RegionPlaces(places=[
+        RegionPlace(start=c.start, end=c.end, headings=list(c.headings), covers=list(c.covers), levels=list(c.levels),
+                    continued=c.continued, pages=list(c.pages) if c.pages else None)
+        for c in slicing.slice_region(found, ctx.settings.floor_tokens, ctx.settings.cap_tokens)])
+
+
+@rule(version=1, uses=(context_before, region_of), parts=True)
+async def region_chunks(ctx: Context, project: str, source: str, region: int) -> dict[str, Any]:
+    """One region's chunks' words ("words:M", a Span each) and the end of its last one
+    ("tail"), which the next region's first chunk sees before it. Each chunk query reads its
+    own part, so an edited sentence runs the one chunk query whose words changed."""
+    found = await region_of(ctx, project, source, region)
+    places = (await ctx.query(region_places(project, source, region))).places
+    words = region_texts(found, [Chunk(p.start, p.end, (), None, 0) for p in places])
+    value: dict[str, Any] = {f"words:{m}": Span(text=w, headings=p.headings,
+                                                previous=context_before(words[m - 1]) if m else None).model_dump()
+                             for m, (p, w) in enumerate(zip(places, words))}
+    value["tail"] = context_before(words[-1]) if words else ""
+    return value
+
+
+@rule(version=3, uses=(fact_names,), returns=Chunks)
 async def chunks(ctx: Context, project: str, source: str) -> Chunks:
-    doc = await ctx.query(text(project, source))
-    cut = slice_text(doc.text, ctx.settings.floor_tokens, ctx.settings.cap_tokens, headings=doc.kind != "code")
-    return Chunks(title=doc.title, original=doc.original, code=doc.kind == "code", pages=doc.pages,
-                  figures=sorted(doc.figures), chunks=[
+    """Where each of the source's chunks stands, and its name: joined from its regions' places,
+    so it runs again only when a boundary moves or a line comes or goes."""
+    header = SourceRegions.model_validate(await ctx.query_part(text_regions(project, source), "header"))
+    cut: list[Chunk] = []
+    at: list[tuple[int, int]] = []  # each chunk's region and its number there
+    regions = await ctx.query_all([region_places(project, source, n) for n in range(header.regions)])
+    for n, found in enumerate(regions):
+        for m, p in enumerate(found.places):
+            cut.append(Chunk(p.start, p.end, tuple(p.headings), tuple(p.pages) if p.pages else None, 0, tuple(p.covers),
+                             p.continued, tuple(p.levels)))
+            at.append((n, m))
+    return Chunks(title=header.title, original=header.original, code=header.code, pages=header.pages,
+                  figures=header.figures, chunks=[
         Place(slug=name, start=c.start, end=c.end, headings=list(c.headings), covers=list(c.covers),
-              pages=list(c.pages) if c.pages else None)
-        for name, c in zip(fact_names(cut, RESERVED), cut)])
-
-
-@rule(version=2, uses=(context_before, chunk_texts), parts=True)
-async def chunk_spans(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """Every chunk's words (a Span each, by slug), cut from the text once per change of it. Each
-    chunk query reads its own entry only (a part read), so an edited sentence runs the one chunk
-    query whose words changed, not one per chunk of the source."""
-    doc = await ctx.query(text(project, source))
-    places = (await ctx.query(chunks(project, source))).chunks
-    words = chunk_texts(doc.text, [Chunk(p.start, p.end, (), None, 0) for p in places])
-    return {p.slug: Span(text=w, headings=p.headings, previous=context_before(words[n - 1]) if n else "",
-                         title=doc.title).model_dump()
-            for n, (p, w) in enumerate(zip(places, words))}
+              pages=list(c.pages) if c.pages else None, region=n, index=m)
+        for name, c, (n, m) in zip(fact_names(cut, RESERVED), cut, at)])
 
 
 @rule(version=1, parts=True)
@@ -249,21 +295,22 @@ async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[
     return SourceHeader.model_validate(found["source"]), Place.model_validate(found["place"])
 
 
-@rule(version=4, returns=ChunkText)
+@rule(version=5, uses=(place_of,), returns=ChunkText)
 async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText:
     """One chunk's words, its headings and what comes just before: all a fact needs. Words only,
     not where they stand: lines added above a chunk move it without changing it, and must not
     reach the model calls that read it."""
-    found = await ctx.query_part(chunk_spans(project, source), slug)
-    if found is None:
-        raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
-    span = Span.model_validate(found)
+    doc, place = await place_of(ctx, project, source, slug)
+    span = Span.model_validate(await ctx.query_part(region_chunks(project, source, place.region), f"words:{place.index}"))
+    previous = span.previous
+    if previous is None:  # the first of its region: what comes before it ends the region before
+        previous = await ctx.query_part(region_chunks(project, source, place.region - 1), "tail") if place.region else ""
     figures: dict[str, str] = {}
     if "figures/" in span.text:  # the source's figures are read only by the chunks that show one
-        doc = await ctx.query(text(project, source))
-        names = [name for name in doc.figures if f"figures/{name}." in span.text]
+        shown = await ctx.query(text(project, source))
+        names = [name for name in shown.figures if f"figures/{name}." in span.text]
         figures = dict(zip(names, await ctx.query_all([figure_text(project, source, n) for n in names])))
-    return ChunkText(text=span.text, headings=span.headings, previous=span.previous, title=span.title, figures=figures)
+    return ChunkText(text=span.text, headings=span.headings, previous=previous, title=doc.title, figures=figures)
 
 
 @model_rule("figure", uses=(redact, "kbuild.checks.secret_kinds"), settings=("store",), cutoff=same_meaning)

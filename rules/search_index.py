@@ -9,7 +9,6 @@ and writes the files.
 """
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from bisect import bisect_left
@@ -18,15 +17,14 @@ from importlib.metadata import version
 from typing import Any
 
 from kbuild.engine import Context, QueryFailed, rule
-from kbuild.slicing import slice_text
+from kbuild import slicing
 from kbuild.text.ranking import build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
 
-from .facts import chunk, chunk_summary, chunks, fact, place_of, rewrite, text
+from .facts import SECTION_CAP, SECTION_FLOOR, chunk, chunk_summary, fact, place_of, region_of, region_places, rewrite
 from .sources import project_outline
 from .summaries import fact_groups, group_of, group_places
 
-SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a section: cut at headings, a long one at paragraphs
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
 FORMAT = 1  # of search-index.json; kbuild/search.py refuses another
 
@@ -65,32 +63,34 @@ def first_sentence(words: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-@rule(version=3, uses=("kbuild.slicing", _plain), parts=True)
-async def section_cuts(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """Where a source's sections stand: its text cut at headings (a long section at paragraphs),
-    each part cut again where a fact ends, so a section stays within its fact; one part of this
-    value per fact ("fact:SLUG": its pieces). Each fact's sections read their own part, so an
-    edit that moves no line re-counts one fact's words, not the source's."""
-    doc = await ctx.query(text(project, source))
-    places = (await ctx.query(chunks(project, source))).chunks
-    lines = doc.text.split("\n")
-    cuts: dict[str, list[dict[str, Any]]] = {f"fact:{p.slug}": [] for p in places}
-    # Facts tile the text in order (docs/slicing.md): each part looks only at the facts from the
-    # first that ends at or after it, not at all of them (4 million pairs at 2,000 facts).
+@rule(version=1, uses=(slicing, _plain, region_of), parts=True)
+async def region_sections(ctx: Context, project: str, source: str, region: int) -> dict[str, Any]:
+    """Where one region's sections stand: its text cut at headings (a long section at
+    paragraphs), each part cut again where a chunk ends, so a section stays within its fact;
+    one part of this value per chunk of the region ("chunk:M": its pieces). Each fact's sections
+    read their own part, so an edit that moves no line re-counts one fact's words, not the
+    source's."""
+    found = await region_of(ctx, project, source, region)
+    places = (await ctx.query(region_places(project, source, region))).places
+    lines = found.lines
+    cuts: dict[str, list[dict[str, Any]]] = {f"chunk:{m}": [] for m in range(len(places))}
+    # Chunks tile the region in order (docs/slicing.md): each part looks only at the chunks from
+    # the first that ends at or after it.
     ends = [p.end for p in places]
-    for part in slice_text(doc.text, SECTION_FLOOR, SECTION_CAP, headings=doc.kind != "code"):
+    for part in slicing.slice_region(found, SECTION_FLOOR, SECTION_CAP, which=1):
         first = True
-        for place in itertools.islice(places, bisect_left(ends, part.start), None):
+        for m in range(bisect_left(ends, part.start), len(places)):
+            place = places[m]
             if place.start > part.end:
                 break
             start, end = max(part.start, place.start), min(part.end, place.end)
             headings, covers = list(part.headings), list(part.covers)
             if end < part.end:  # cut short: name only the headings it still holds
-                held = {_plain(line) for line in lines[start - 1:end]}
+                held = {_plain(line) for line in lines[start - 1 - found.first:end - found.first]}
                 covers = [c for n, c in enumerate(covers) if not n or c.lower() in held]
             if not first:  # the part goes on into the next fact, under that fact's headings
                 headings, covers = list(place.headings), list(place.covers[:1])
-            cuts[f"fact:{place.slug}"].append({"start": start, "end": end, "headings": headings, "covers": covers})
+            cuts[f"chunk:{m}"].append({"start": start, "end": end, "headings": headings, "covers": covers})
             first = False
     return cuts
 
@@ -106,7 +106,7 @@ def section_line(section: dict[str, Any]) -> str:
     return json.dumps({**section, "source_index": "\0"}, sort_keys=True, ensure_ascii=False)
 
 
-@rule(version=3, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
+@rule(version=4, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
                        section_line), settings=("store",))
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
@@ -116,7 +116,7 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
     definition stands on one line, and a fact holds whole lines."""
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
-    pieces = await ctx.query_part(section_cuts(project, source), f"fact:{slug}") or []
+    pieces = await ctx.query_part(region_sections(project, source, place.region), f"chunk:{place.index}") or []
     page, words, rewritten, summary = await ctx.query_all(
         [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),
          chunk_summary(project, source, slug)], return_failures=True)

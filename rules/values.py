@@ -44,10 +44,41 @@ class Place(Value):
     headings: list[str]  # the heading chain in force where it starts
     covers: list[str]  # every heading it holds text of: its index line and breadcrumb name each
     pages: list[int] | None
+    region: int  # the region of the text it is in (text_regions), whose query holds its words
+    index: int  # its number among the region's chunks, from 0
+
+
+class RegionPlace(Value):
+    """Where one of a region's chunks stands: a Chunk (kbuild.slicing) before it is named."""
+
+    start: int
+    end: int
+    headings: list[str]
+    covers: list[str]
+    levels: list[int]
+    continued: bool
+    pages: list[int] | None
+
+
+class RegionPlaces(Value):
+    """Where each of one region's chunks stands (region_places)."""
+
+    places: list[RegionPlace]
+
+
+class SourceRegions(Value):
+    """What the source's chunks say of it, and how many regions its text is in (text_regions)."""
+
+    title: str
+    original: str
+    code: bool
+    pages: int
+    figures: list[str]
+    regions: int
 
 
 class Chunks(Value):
-    """How a source is cut: where each chunk stands (its words are in chunk_spans)."""
+    """How a source is cut: where each chunk stands (its words are in region_chunks)."""
 
     title: str
     original: str
@@ -85,13 +116,13 @@ class SourceHeader(Value):
 
 
 class Span(Value):
-    """One chunk's words, the end of the text before it (what references resolve against), and
-    the source's title: an entry of chunk_spans, which its chunk query alone reads."""
+    """One chunk's words and the end of the text before it (what references resolve against),
+    None for the first of its region (the region before holds it): a part of region_chunks,
+    which its chunk query alone reads."""
 
     text: str
     headings: list[str]
-    previous: str
-    title: str
+    previous: str | None
 
 
 class ChunkText(Value):
