@@ -72,10 +72,12 @@ def link_targets(text: str, page_file: Path, store_root: Path, code: bool = Fals
     # symlinks of kbuild's making; resolving every link cost more than the rest of `kbuild check`.
     root = os.path.normpath(os.path.abspath(store_root))
     here = os.path.dirname(os.path.abspath(page_file))
-    quote = links_in(quoted_text(text, page_file.name))
+    quoted = quoted_text(text, page_file.name)
+    every = links_in(text)
+    quote = every if quoted is text else links_in(quoted)  # text.md is all quote: read once
     accepted = {*repeats, *(t for t in quote if code or urlparse(t).scheme in WEB)}
     found: list[tuple[str, str | None]] = []
-    for target in links_in(text):
+    for target in every:
         if target in accepted:
             continue
         if ":" in target or target.startswith("//"):  # a scheme (or a drive): only then parse it
