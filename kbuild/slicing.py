@@ -446,20 +446,24 @@ def _sizes(floor_tokens: int, cap_tokens: int) -> tuple[int, int]:
     return min(floor_tokens * UNITS_PER_TOKEN, cap_tokens * UNITS_PER_TOKEN // 2), cap_tokens * UNITS_PER_TOKEN
 
 
-REGION_UNITS = 8192  # the least a region holds (2,048 tokens): a short text is one region
+# The least a region holds, in floors of the largest slicing asked (and at least 2,048 tokens):
+# a region costs a build a few queries (and the lock their entries), paid where re-slicing it
+# alone saves slicing dozens of chunks; a text of fewer is one region.
+REGION_FLOORS, REGION_UNITS = 32, 8192
 
 
 def layout(text: str, sizes: list[tuple[int, int]], *, headings: bool = True,
-           region_units: int = REGION_UNITS) -> list[Region]:
+           region_units: int | None = None) -> list[Region]:
     """The text's regions: parted at top-level headings where a slicing at each of `sizes`
     (floor_tokens, cap_tokens) cuts, each region with all `slice_region` needs. A text without
     top-level headings (or headings=False) is one region.
 
     Of those headings, the ones that part regions are chosen as slicing chooses boundaries, best
-    ranked first and at least `region_units` apart: by the text around them, so an edit moves
-    only the region ends near it. A region costs a few queries, paid where re-slicing it alone
-    saves slicing the whole text."""
+    ranked first and at least `region_units` apart (by default REGION_FLOORS of the largest
+    floor): by the text around them, so an edit moves only the region ends near it."""
     units_at = [_sizes(floor, cap)[0] for floor, cap in sizes]
+    if region_units is None:
+        region_units = max(REGION_UNITS, REGION_FLOORS * max(units_at))
     doc, cands = _analysed(text, headings)
     n = len(doc.lines)
     if n == 0:
