@@ -1,6 +1,7 @@
 """What a one-sentence edit costs in wall time, as a user feels it, as documents and projects grow.
 
     python benchmarks/edit_time.py [--chunks 20 200 2000] [--facts 100 1000] [--runs 3] [--against PYTHON]
+                                   [--edited 1] [--colds 1]
 
 Offline backend, each build a whole `kbuild -q` process. A document of N chunks is N sections in
 chapters of 20, cut one fact each (floor and cap small); a project of N facts is N/20 such documents of 20. After
@@ -8,7 +9,10 @@ a cold build, one sentence of one section is edited and the next build timed (me
 `--runs` edits, each a different sentence; the first of them also on its own). The aim (issue 16): the largest at most 1.5x the
 smallest, since the edit reaches one fact, one summary and the pages above them. --against
 also times another Python's kbuild (an install of the commit before a change) on its own copy
-of each store, the same edits interleaved with this one's, as rows of their own.
+of each store, the same edits interleaved with this one's, as rows of their own. --edited K
+changes a sentence in each of K documents of a project at every edit, as a pull that brings K
+edited sources does; --colds N times N cold builds of fresh stores, in turns, and shows their
+median (a single cold build moves by 10-15% here).
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -66,24 +71,34 @@ def kbuild(python: str, root: Path, *args: str) -> float:
     return time.perf_counter() - started
 
 
-def measure(documents: int, sections: int, runs: int, pythons: list[str]) -> list[tuple[float, float, float]]:
-    """(cold build, first edit, median edit) for each of `pythons`, each on its own copy of the
-    store. The first edit after a cold build is also the first to look behind the gates it
-    reaches (docs/engine.md, step 2), which the later ones find kept in the state."""
+def measure(documents: int, sections: int, runs: int, pythons: list[str], edited: int = 1,
+            colds: int = 1) -> list[tuple[float, float, float]]:
+    """(median cold build, first edit, median edit) for each of `pythons`, each on its own copy
+    of the store. The first edit after a cold build is also the first to look behind the gates it
+    reaches (docs/engine.md, step 2), which the later ones find kept in the state. Each edit
+    changes one sentence in each of `edited` documents (a pull that brings several edited
+    sources); each of `colds` cold builds is of a fresh store, in turns with the other Pythons'."""
     with tempfile.TemporaryDirectory() as tmp:
-        roots = [Path(tmp) / str(n) for n in range(len(pythons))]
-        for root in roots:
-            write_store(root, documents, sections)
-        colds = [kbuild(python, root) for python, root in zip(pythons, roots)]
+        cold_times: list[list[float]] = [[] for _ in pythons]
+        for build in range(colds):
+            roots = [Path(tmp) / f"{build}-{n}" for n in range(len(pythons))]
+            for root in roots:
+                write_store(root, documents, sections)
+            for python, root, timed in zip(pythons, roots, cold_times):
+                timed.append(kbuild(python, root))
+            if build < colds - 1:
+                for root in roots:
+                    shutil.rmtree(root)
         times: list[list[float]] = [[] for _ in pythons]
         for run in range(runs):
             part = (run * 7) % sections
             for python, root, timed in zip(pythons, roots, times):
-                target = root / "d0.md"
-                target.write_text(target.read_text().replace(f"The limit of part {part} is",
-                                                             f"The limit of part {part} was"))
+                for document in range(min(edited, documents)):
+                    target = root / f"d{document}.md"
+                    target.write_text(target.read_text().replace(f"The limit of part {part} is",
+                                                                 f"The limit of part {part} was"))
                 timed.append(kbuild(python, root))
-        return [(cold, timed[0], statistics.median(timed)) for cold, timed in zip(colds, times)]
+        return [(statistics.median(cold), timed[0], statistics.median(timed)) for cold, timed in zip(cold_times, times)]
 
 
 def main() -> None:
@@ -92,6 +107,8 @@ def main() -> None:
     parser.add_argument("--facts", type=int, nargs="*", default=[100, 1000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--against", metavar="PYTHON", help="also time the kbuild of this Python, interleaved")
+    parser.add_argument("--edited", type=int, default=1, help="documents each edit changes (a project's)")
+    parser.add_argument("--colds", type=int, default=1, help="cold builds of fresh stores, in turns (the median)")
     args = parser.parse_args()
     pythons = [sys.executable, *([args.against] if args.against else [])]
     stores = [(f"document of {n} chunks", 1, n) for n in args.chunks]
@@ -99,7 +116,7 @@ def main() -> None:
     print("| store | cold build | first edit | one-sentence edit (median) |")
     print("|---|---|---|---|")
     for name, documents, sections in stores:
-        for python, (cold, first, edit) in zip(pythons, measure(documents, sections, args.runs, pythons)):
+        for python, (cold, first, edit) in zip(pythons, measure(documents, sections, args.runs, pythons, args.edited, args.colds)):
             who = f" ({python})" if args.against else ""
             print(f"| {name}{who} | {cold:.2f} s | {first:.2f} s | {edit:.2f} s |", flush=True)
 

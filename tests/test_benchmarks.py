@@ -59,6 +59,14 @@ def test_the_edit_time_a_b_times_both_kbuilds_on_their_own_stores():
     assert len(rows) == 2 and all(f"({sys.executable})" in row for row in rows)
 
 
+def test_the_edit_time_takes_several_edited_sources_and_several_cold_builds():
+    """--edited is a pull that brings several edited sources; --colds a cold build timed in turns."""
+    result = subprocess.run([sys.executable, "benchmarks/edit_time.py", "--chunks", "--facts", "60", "--runs", "1",
+                             "--edited", "3", "--colds", "2"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [line for line in result.stdout.splitlines() if line.startswith("| project of 60 facts |")]
+
+
 def test_the_collector_breakdown_runs_on_a_small_store():
     """benchmarks/collector.py is what the README's figures for the cyclic collector come from."""
     result = subprocess.run([sys.executable, "benchmarks/collector.py", "--chunks", "20", "--facts"],
