@@ -76,9 +76,8 @@ class BuildState:
         # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
         self.reached: set[str] | None = None
         # Of those, the ones some unreached queries read only a part of (gates, graphload.py):
-        # the queries behind each, the queries behind any, and the gates not yet settled.
+        # the queries behind each; the gates not yet settled.
         self.behind_gates: dict[str, set[str]] = {}
-        self.behind_any: set[str] = set()
         self.open_gates: set[str] = set()
         self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
         self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do

@@ -164,7 +164,7 @@ class Demand(Execute):
                 for dep, recorded in group:
                     if isinstance(dep, FileRead) or dep in green or dep in failed:
                         continue
-                    if dep in self.behind_any and dep not in self.reached and dep not in frames:
+                    if dep in self.behind_gates and dep not in self.reached and dep not in frames:
                         gates = self.behind_open_gate(dep)
                         if not gates and dep not in self.reached and PartHash.part_of(recorded) is None:
                             green[dep] = recorded  # behind gates that let no change through

@@ -43,10 +43,10 @@ class GraphLoading(BuildState):
         frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
             frontier |= writers
-        self.reached, self.behind_gates, self.behind_any, self.open_gates = set(), {}, set(), set()
+        self.reached, self.behind_gates, self.open_gates = set(), {}, set()
         self.memos = _LazyMemos(state)
         self._extend_reach(frontier)
-        reached, behind = self.reached, self.behind_any
+        reached, behind = self.reached, self.behind_gates
         for qid in root_ids:
             memo = self.memos.get(qid) if qid not in reached and qid not in behind else None
             if memo is not None:
@@ -92,13 +92,13 @@ class GraphLoading(BuildState):
             added |= frontier
             frontier = state.whole_readers(frontier) - reached
         self.memos.update(state.load_memos(added - self.memos.keys()))
-        behind = self.behind_any
+        behind = self.behind_gates
         for gate in state.read_in_parts(added):
             waiting = state.behind(gate) - reached
             if waiting:
                 self.open_gates.add(gate)
-                self.behind_gates[gate] = waiting
-                behind |= waiting
+            for qid in waiting:
+                behind.setdefault(qid, set()).add(gate)
         # What the queries put in the reach read that no change reaches, nor lies behind a gate,
         # is as recorded: settled here, where one by one each would load its memo.
         green = self.green
@@ -116,9 +116,9 @@ class GraphLoading(BuildState):
         found: list[str] = []
         looked: set[str] = set()
         # A gate settled here may put it behind another (`_extend_reach`): looked at in turn.
-        while sources := [g for g in self.open_gates if g not in looked and qid in self.behind_gates[g]]:
-            looked.update(sources)
-            found += [g for g in sources if self.gate_open(g)]
+        while (sources := self.behind_gates.get(qid, set()) - looked):
+            looked |= sources
+            found += [s for s in sources if self.gate_open(s)]
         return found
 
     def _import_lock(self) -> None:

@@ -15,7 +15,7 @@ class Scan(BuildState):
         """
         memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
         # behind a gate: settled by demand, once the gate is (graphload.py); nothing runs here
-        behind = self.behind_any - (self.reached or set())
+        behind = self.behind_gates.keys() - (self.reached or ())
         file_hash, rules = self.hasher.hash, self.engine.rules
         cursor: dict[str, int] = {}
         first_reason: dict[str, Reason] = {}
