@@ -133,7 +133,7 @@ class _Doc:
         if headings:
             self._find_headings()
         else:
-            self.headings: dict[int, tuple[int, int, str]] = {}
+            self.headings: dict[int, tuple[int, str]] = {}
             self.in_heading = [False] * n
             self.top_level = 1
 
@@ -146,7 +146,7 @@ class _Doc:
         doc.kind = [int(k) for k in region.kinds]
         doc.has_pages = region.pages is not None
         doc.page = list(region.pages) if region.pages is not None else [None] * n
-        doc.headings = {line: (level, last, title) for line, level, last, title in region.headings}
+        doc.headings = {line: (level, title) for line, level, title in region.headings}
         doc.units = before = [0] * (n + 1)
         for i, line in enumerate(lines):
             before[i + 1] = before[i] + units(line) + (1 if (i < n - 1 or region.newline_last) else 0)
@@ -204,16 +204,16 @@ class _Doc:
         # "=" is level 1 and "-" level 2.
         markdown = any(isinstance(style, int) for _, _, style, _ in found)
         order: dict[object, int] = {("=", False): 1, ("-", False): 2} if markdown else {}
-        self.headings: dict[int, tuple[int, int, str]] = {}  # start -> (level, last line, title)
-        for start, last, style, title in found:
+        self.headings: dict[int, tuple[int, str]] = {}  # start -> (level, title)
+        for start, _, style, title in found:
             if isinstance(style, int):
                 level = style
             else:
                 level = order.setdefault(style, len(order) + 1)
-            self.headings[start] = (level, last, visible_text(title))
+            self.headings[start] = (level, visible_text(title))
         # The top level: the shallowest that occurs twice (a lone "# Title" above
         # "## Sections" leaves the sections on top), else the shallowest.
-        levels = [level for level, _, _ in self.headings.values()]
+        levels = [level for level, _ in self.headings.values()]
         repeated = [level for level in set(levels) if levels.count(level) > 1]
         self.top_level = min(repeated or levels or [1])
         self.in_heading = in_heading
@@ -294,7 +294,7 @@ def _candidates(doc: _Doc) -> list[_Cand]:
         if head is not None:
             tier = 1 if head[0] <= doc.top_level else 2 if head[0] == doc.top_level + 1 else 3
             cls = _C_H1 - 1 + tier
-            key = "#" + head[2]
+            key = "#" + head[1]
         else:
             if had_blank:
                 if fence[j] and fence[k] and not doc.fence_close[j] and not doc.fence_open[k]:
@@ -417,7 +417,7 @@ class Region:
     """A stretch of a text between two of its top-level headings where every slicing asked of
     `layout` cuts: all a slicing of it needs, positions counted from its own start, so that an
     edit elsewhere that adds no line leaves it equal. Plain lists, strings and numbers: a query
-    value as it is (dataclasses.asdict), and the same when read back (Region(**value)).
+    value as it is (vars(region)), and the same when read back (Region(**value)).
 
     Why it is exact: `_greedy` weighs top-level headings before any other place, among
     themselves, so the ones it accepts are decided by them alone; every later place sees only
@@ -430,7 +430,7 @@ class Region:
     lines: list[str]
     kinds: str  # each line's kind: "0" blank, "1" a page marker, "2" content
     pages: list[int] | None  # each line's page; None without page markers
-    headings: list[list[Any]]  # [line, level, last line, visible title] of each heading in it
+    headings: list[list[Any]]  # [line, level, visible title] of each heading in it
     stack: list[list[Any]]  # [level, title] of each heading in force at its start, outermost first
     places: list[list[int]]  # every place inside it a chunk may start (_Cand's fields)
     accepted: list[list[list[int]]]  # for each slicing asked, the top-level headings inside it that it cuts at
@@ -480,7 +480,7 @@ def layout(text: str, sizes: list[tuple[int, int]], *, headings: bool = True,
     regions = []
     for a, b in zip(common, common[1:]):
         while h < len(heading_starts) and heading_starts[h] < a.cut:
-            level, _, title = doc.headings[heading_starts[h]]
+            level, title = doc.headings[heading_starts[h]]
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
@@ -489,8 +489,7 @@ def layout(text: str, sizes: list[tuple[int, int]], *, headings: bool = True,
         regions.append(Region(
             first=a.cut, lines=doc.lines[a.cut:b.cut], kinds="".join(map(str, doc.kind[a.cut:b.cut])),
             pages=doc.page[a.cut:b.cut] if doc.has_pages else None,
-            headings=[[line - a.cut, level, last - a.cut, title] for line in heading_starts[h:]
-                      if line < b.cut for level, last, title in [doc.headings[line]]],
+            headings=[[line - a.cut, *doc.headings[line]] for line in heading_starts[h:] if line < b.cut],
             stack=[list(s) for s in stack],
             places=[[c.pos - a.pos, c.cut - a.cut, c.cls, c.rank, c.j - a.cut, c.k - a.cut] for c in inside],
             accepted=[[[t.pos - a.pos, t.cut - a.cut] for t in tier if a.pos < t.pos < b.pos] for tier in accepted],
@@ -546,15 +545,14 @@ def _make_chunks(doc: _Doc, cuts: list[int], stack: list[tuple[int, str]], first
         while first < e and doc.kind[first] != _CONTENT:
             first += 1
         while h < len(heading_starts) and heading_starts[h] <= first:
-            level, _, title = doc.headings[heading_starts[h]]
+            level, title = doc.headings[heading_starts[h]]
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
             h += 1
         continued = bool(stack) and first not in doc.headings
         inside = heading_starts[h:bisect.bisect_left(heading_starts, e, lo=h)]
-        covers = [(level, title) for level, title in stack[-1:] + [(doc.headings[i][0], doc.headings[i][2]) for i in inside]
-                  if title]
+        covers = [(level, title) for level, title in stack[-1:] + [doc.headings[i] for i in inside] if title]
         pages = None
         if doc.has_pages:
             content = [i for i in (first, _last_content(doc, s, e)) if 0 <= i < e and doc.kind[i] == _CONTENT]

@@ -81,8 +81,8 @@ class GraphLoading(BuildState):
         (`gate_open`). Until then the queries behind it wait, and nothing else does. The set
         behind a gate comes from the state, walked over the whole recorded graph, reached
         queries too: the queries it adds lie behind a gate anyway, and wait a little longer. A
-        gate opened later may let a change through to another gate (a source's regions, then
-        the chunks of one region): that one is a gate like the first."""
+        gate settled later may let a change through to another query that others read in parts:
+        that one is a gate like the first."""
         state, reached = self.state, self.reached
         assert reached is not None
         added: set[str] = set()

@@ -220,7 +220,7 @@ class State:
     def behind(self, gate: str) -> set[str]:
         """Every query that reads a part of `gate`'s value, or reads one that does, directly or
         not. Kept until who reads what changes: a one-sentence edit changes what queries read,
-        not who reads whom, so the next edit of that source takes the set from here instead of
+        not who reads whom, so the next edit of that input takes the set from here instead of
         walking thousands of readers again (`python benchmarks/edit_time.py`)."""
         self.write_memos()
         row = self.db.execute("SELECT readers FROM behind WHERE gate=?", (gate,)).fetchone()
