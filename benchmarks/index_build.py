@@ -11,6 +11,7 @@ offline backend, its term counts read from the search sections the build stored.
 from __future__ import annotations
 
 import argparse
+import json
 import sqlite3
 import statistics
 import sys
@@ -40,7 +41,10 @@ def stock(documents: list[dict[str, int]]) -> dict[str, bytes]:
                               vocab=vocabulary), show_progress=False, leave_progress=False)
     with tempfile.TemporaryDirectory() as folder:
         retriever.save(folder)
-        return {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
+        files = {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
+    # bm25s spells its vocabulary with orjson where that is installed; build_index as json does
+    files["vocab.index.json"] = json.dumps(json.loads(files["vocab.index.json"]), ensure_ascii=False).encode()
+    return files
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import math
 import re
 import sys
@@ -175,7 +176,12 @@ def build_index(segments: list[Segment]) -> dict[str, bytes]:
     retriever.index(_Counted(terms, counts, lengths, vocabulary), show_progress=False, leave_progress=False)
     with tempfile.TemporaryDirectory() as folder:
         retriever.save(folder)
-        return {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
+        files = {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
+    # bm25s spells the vocabulary with orjson where some other package installed it, and with
+    # json elsewhere: spelled as json does on every machine, so that a teammate's rebuild of an
+    # unchanged index leaves the file as it was
+    files["vocab.index.json"] = json.dumps(json.loads(files["vocab.index.json"]), ensure_ascii=False).encode()
+    return files
 
 
 class _Counted:
