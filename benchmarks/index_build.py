@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     from kbuild.engine.hashing import decode_value
+    from kbuild.rules.search_index import SourceSections
     from kbuild.text.ranking import build_index, unpacked
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,7 +63,7 @@ def main() -> None:
         with sqlite3.connect(root / ".kbuild/state.db") as db:
             segments = [segment for (blob,) in
                         db.execute("SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL")
-                        for segment in decode_value(blob)["segments"]]
+                        for segment in SourceSections.of(decode_value(blob)).segments]
     documents = []
     for found in segments:
         start, postings, counts = 0, unpacked(found["postings"]), unpacked(found["counts"])

@@ -5,7 +5,8 @@ kb/PROJECT/search-index/ (bm25s), which `kbuild search`, `kbuild context` and th
 A query like any other, so it is incremental: `group_sections` reads one group of a source's
 facts (their chunks, rewrites and summaries), `source_sections` joins its groups' and is cut off
 when its sections did not change, and `search_index` only joins its project's sources' segments
-and writes the files.
+and writes the files. A group's sections are spelled as JSON once, by `group_sections`: its value
+is those bytes, which `source_sections` joins as they are (`SourceSections.of` reads them).
 """
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import json
 import re
 from bisect import bisect_left
 from collections import Counter
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
 from kbuild.engine import Context, QueryFailed, rule
 from kbuild import slicing
-from kbuild.text.ranking import build_index, defined_abbreviations, segment, tokens
+from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
 
 from .facts import SECTION_CAP, SECTION_FLOOR, chunk, chunk_summary, fact, place_of, region_of, region_places, rewrite
@@ -166,14 +168,18 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
             "summary_counts": found_counts, "abbreviations": abbreviations}
 
 
-@rule(version=1, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
-async def group_sections(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
-    """One group of a source's facts as search sees it: their sections in the order of the text
-    ("lines") and their summaries ("summaries"), each as its line of sections.json with the
-    index page that lists its fact; their words' counts as a segment each ("sections" and
+@rule(version=2, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
+async def group_sections(ctx: Context, project: str, source: str, group: int) -> bytes:
+    """One group of a source's facts as search sees it, as JSON: their sections in the order of
+    the text ("lines") and their summaries ("summaries"), each as its line of sections.json with
+    the index page that lists its fact; their words' counts as a segment each ("sections" and
     "summary_counts", kbuild.text.ranking.segment); and the abbreviations they define. Each
     fact spells its own lines, so an edit counts the sections of the fact it changed and joins
-    its group's, not every fact's of the source."""
+    its group's, not every fact's of the source.
+
+    Bytes, not a value the engine spells: source_sections joins its groups' as they are. When
+    it read them as values, it decoded every group's and encoded the whole source's again at
+    each edit, 28 ms of an edit's 0.5 s in a document of 2,000 chunks (benchmarks/edit_phases.py)."""
     store = ctx.settings.store
     found = await group_of(ctx, project, source, group)
     page = await ctx.query_part(group_places(project, source), f"page:{group}")  # a long source's group page
@@ -184,30 +190,44 @@ async def group_sections(ctx: Context, project: str, source: str, group: int) ->
     abbreviations: dict[str, str] = {}
     for g in made:  # in the order of the text: a term defined again means what it was defined as last
         abbreviations |= g["abbreviations"]
-    return {"lines": [line.replace(INDEX_PAGE, spelled, 1) for g in made for line in g["lines"]],
-            "summaries": [g["summary"].replace(INDEX_PAGE, spelled, 1) for g in made if g["summary"]],
-            "sections": segment([c or {"_": 1} for g in made for c in g["counts"]]),
-            "summary_counts": segment([g["summary_counts"] or {"_": 1} for g in made if g["summary"]]),
-            "abbreviations": abbreviations}
+    return json.dumps({
+        "lines": [line.replace(INDEX_PAGE, spelled, 1) for g in made for line in g["lines"]],
+        "summaries": [g["summary"].replace(INDEX_PAGE, spelled, 1) for g in made if g["summary"]],
+        "sections": segment([c or {"_": 1} for g in made for c in g["counts"]]),
+        "summary_counts": segment([g["summary_counts"] or {"_": 1} for g in made if g["summary"]]),
+        "abbreviations": abbreviations}, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
 
-@rule(version=6)
-async def source_sections(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """A source's sections in the order of its text, then its facts' summaries, each as its
-    line of sections.json ("lines"); their words' counts as segments of the index, in the same
-    order ("segments"); and the abbreviations its text defines. Joined from its groups' own
-    (group_sections), so an edit counts and renders one group's, and the project's index joins
-    what its sources made."""
+@rule(version=7)
+async def source_sections(ctx: Context, project: str, source: str) -> bytes:
+    """A source's groups' sections (group_sections), in the order of its text, as one JSON list
+    of them: joined as bytes, so an edit spells one group's sections, not the source's."""
     found = await ctx.query(fact_groups(project, source))
     groups = await ctx.query_all([group_sections(project, source, n) for n in range(len(found.groups))],
                                  return_failures=True)
-    made = [g for g in groups if not isinstance(g, QueryFailed)]
-    abbreviations: dict[str, str] = {}
-    for g in made:
-        abbreviations |= g["abbreviations"]
-    return {"title": found.title, "abbreviations": abbreviations,
-            "lines": [line for g in made for line in g["lines"]] + [line for g in made for line in g["summaries"]],
-            "segments": [g["sections"] for g in made] + [g["summary_counts"] for g in made]}
+    return b"[" + b",".join(g for g in groups if not isinstance(g, QueryFailed)) + b"]"
+
+
+@dataclass(frozen=True)
+class SourceSections:
+    """A source's sections in the order of its text, then its facts' summaries, each as its line
+    of sections.json; their words' counts as segments of the index, in the same order; and the
+    abbreviations its text defines."""
+
+    lines: list[str]
+    segments: list[Segment]
+    abbreviations: dict[str, str]
+
+    @classmethod
+    def of(cls, joined: bytes) -> SourceSections:
+        """What source_sections joined."""
+        groups = json.loads(joined)
+        abbreviations: dict[str, str] = {}
+        for g in groups:  # in the order of the text: a term defined again means what it was defined as last
+            abbreviations |= g["abbreviations"]
+        return cls(lines=[line for g in groups for line in g["lines"]] + [line for g in groups for line in g["summaries"]],
+                   segments=[g["sections"] for g in groups] + [g["summary_counts"] for g in groups],
+                   abbreviations=abbreviations)
 
 
 def index_folder(store: Any, project: str) -> str:
@@ -221,19 +241,19 @@ def render_sections(lines: list[str], abbreviations: dict[str, str]) -> str:
             + ",\n".join(lines) + "\n]}\n")
 
 
-@rule(version=3, uses=(index_folder, render_sections, "kbuild.text.ranking"), settings=("store",),
+@rule(version=4, uses=(index_folder, render_sections, SourceSections, "kbuild.text.ranking"), settings=("store",),
       params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
     the bm25s index over their words; the number of sections."""
     outline = await ctx.query(project_outline(project))
     got = await ctx.query_all([source_sections(project, s) for s in outline.sources], return_failures=True)
-    made = [found for found in got if not isinstance(found, QueryFailed)]
-    lines = [line for found in made for line in found["lines"]]
-    abbreviations = {short: long for found in made for short, long in found["abbreviations"].items()}
+    made = [SourceSections.of(found) for found in got if not isinstance(found, QueryFailed)]
+    lines = [line for found in made for line in found.lines]
+    abbreviations = {short: long for found in made for short, long in found.abbreviations.items()}
     folder = index_folder(ctx.settings.store, project)
     ctx.write(f"{folder}/sections.json", render_sections(lines, abbreviations))
     if lines:
-        for name, data in build_index([segment for found in made for segment in found["segments"]]).items():
+        for name, data in build_index([segment for found in made for segment in found.segments]).items():
             ctx.write(f"{folder}/{name}", data)
     return len(lines)

@@ -17,7 +17,7 @@ from kbuild.embedding import EmbeddingError, embedder_for, pack, unpack
 from kbuild.engine import Context, Problem, QueryFailed, rule
 
 from .facts import text
-from .search_index import index_folder, source_sections
+from .search_index import SourceSections, index_folder, source_sections
 from .sources import project_outline
 
 FORMAT = 1  # of vectors.json; kbuild/search.py refuses another
@@ -31,10 +31,11 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
     return crumb + "\n" + "\n".join(lines[section["start"] - 1:section["end"]])
 
 
-@rule(version=1, uses=(section_words, "kbuild.embedding"), settings=("semantic",))
+@rule(version=2, uses=(section_words, SourceSections, "kbuild.embedding"), settings=("semantic",))
 async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
-    sections = [json.loads(line) for line in (await ctx.query(source_sections(project, source)))["lines"]]
+    joined = SourceSections.of(await ctx.query(source_sections(project, source)))
+    sections = [json.loads(line) for line in joined.lines]
     lines = (await ctx.query(text(project, source))).text.split("\n")
     try:
         vectors = await embedder_for(ctx.settings.semantic).embed(ctx, [section_words(s, lines) for s in sections])
@@ -43,7 +44,7 @@ async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, A
     return {"dims": int(vectors.shape[1]) if len(sections) else 0, "vectors": pack(vectors)}
 
 
-@rule(version=1, uses=(index_folder,), settings=("store", "semantic"))
+@rule(version=2, uses=(index_folder, SourceSections), settings=("store", "semantic"))
 async def search_vectors(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/vectors.npy and vectors.json, when semantic ranking is on; the
     number of vectors. A source whose vectors failed has zero rows (never ranked by meaning)."""
@@ -60,7 +61,7 @@ async def search_vectors(ctx: Context, project: str) -> int:
     dims = found[0]["dims"] if found else 0
     rows = []
     for source, got, vector in zip(kept, [s for s in sections if not isinstance(s, QueryFailed)], vectors):
-        count = len(got["lines"])
+        count = len(SourceSections.of(got).lines)
         if isinstance(vector, QueryFailed) or (count and vector["dims"] != dims):
             ctx.warn(f"{source}: no semantic vectors ({vector if isinstance(vector, QueryFailed) else 'mixed sizes'}); "
                      "its sections are ranked by their words only")
