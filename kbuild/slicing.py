@@ -36,6 +36,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class Chunk:
 _DIRECTIVE_RE = re.compile(r"^\s*\.\.\s+[\w:.-]+::")
 
 _BLANK, _MARKER, _CONTENT = 0, 1, 2
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # UNDERLINE's first character: [!-/:-@\[-`{-~]
 
 # Candidate classes, best first.
 _C_H1, _C_H2, _C_H3, _C_PARA, _C_SENT, _C_LINE = range(6)
@@ -92,19 +94,25 @@ class _Doc:
         self.fence_close = [False] * n
         self.units = before = [0] * (n + 1)  # before[i]: units of the lines before line i
 
+        # A line's units and a newline's: an ASCII text's are its lengths, counted without a call a line
+        sizes = map(len, lines) if text.isascii() else map(units, lines)
+        before[1:] = itertools.accumulate(size + 1 for size in sizes)
+        if n and not newline_last:
+            before[n] -= 1
         page = None
         first_page = None
         open_fence = ""
+        pages = self.page  # None until the first page marker, which most texts never have
         for i, line in enumerate(lines):
-            before[i + 1] = before[i] + units(line) + (1 if (i < n - 1 or newline_last) else 0)
-            pm = PAGE_MARKER.match(line)
+            # each pattern is tried only on a line that holds the character it needs: most hold none
+            pm = PAGE_MARKER.match(line) if "<!--" in line else None
             if pm:  # page markers count even inside code: a stray fence must not hide them
                 kind[i] = _MARKER
                 page = int(pm.group(1))
                 if first_page is None:
                     first_page = page
                 fence[i] = bool(open_fence)
-                self.page[i] = page
+                pages[i] = page
                 continue
             if open_fence:
                 fence[i] = True
@@ -112,21 +120,23 @@ class _Doc:
                 if stripped.startswith(open_fence) and stripped.strip(open_fence[0]) == "":
                     self.fence_close[i] = True
                     open_fence = ""
-                if not line.strip():
+                if not stripped:
                     kind[i] = _BLANK
-                self.page[i] = page
+                if page is not None:
+                    pages[i] = page
                 continue
             if not line.strip():
                 kind[i] = _BLANK
             else:
-                fm = FENCE.match(line)
+                fm = FENCE.match(line) if "`" in line or "~" in line else None
                 if fm and fm.group(1)[0] == "~" and UNDERLINE.match(line) and i and kind[i - 1] == _CONTENT:
                     fm = None  # a reST underline, not a fence
                 if fm:
                     open_fence = fm.group(1)
                     fence[i] = True
                     self.fence_open[i] = True
-            self.page[i] = page
+            if page is not None:
+                pages[i] = page
         self.has_pages = first_page is not None
         if self.has_pages:
             self.page = [first_page if p is None else p for p in self.page]
@@ -166,7 +176,7 @@ class _Doc:
                 i += 1
                 continue
             line = lines[i]
-            m = ATX_HEADING.match(line)
+            m = ATX_HEADING.match(line) if line[:1] == "#" else None
             if m:
                 found.append((i, i, len(m.group(1)), (m.group(2) or "").strip()))
                 in_heading[i] = True
@@ -176,6 +186,7 @@ class _Doc:
                 i + 1 < n
                 and kind[i + 1] == _CONTENT
                 and not fence[i + 1]
+                and lines[i + 1][:1] in _PUNCTUATION  # what an underline starts with, looked at first
                 and not UNDERLINE.match(line)
                 and UNDERLINE.match(lines[i + 1])
             ):
