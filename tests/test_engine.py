@@ -5,6 +5,7 @@ import asyncio
 import os
 import random
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from kbuild.engine import BuildLocked, CallDeferred, Engine, FileRead, Rule, rul
 from kbuild.engine.buildlock import BuildLock
 from kbuild.engine.files import atomic_write
 from kbuild.engine.lockfile import patch_lock_pieces, render_lock
+from kbuild.engine.sourcetexts import SourceTexts
 from kbuild.engine.state import Memo
 
 RUNS: list[str] = []
@@ -140,22 +142,25 @@ def test_a_rule_s_source_text_is_kept_in_the_state_so_the_next_process_need_not_
     import time
 
     module_file = tmp_path / "shout_rules.py"
-    module_file.write_text("from kbuild.engine import rule\n\n\n@rule\nasync def shout(ctx, path):\n"
-                           "    return ctx.read_text(path).upper()\n")
+    module_file.write_text("from kbuild.engine import rule\n\n\nclass Loud:\n    mark = '!'\n\n\n"
+                           "@rule(uses=(Loud,))\nasync def shout(ctx, path):\n"
+                           "    return ctx.read_text(path).upper() + Loud.mark\n")  # a class its code uses too
     an_hour_ago = time.time() - 3600
     os.utime(module_file, (an_hour_ago, an_hour_ago))  # not edited in this instant: its text may be kept
     spec = importlib.util.spec_from_file_location("shout_rules", module_file)
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "shout_rules", module)  # where inspect finds a class's file
     spec.loader.exec_module(module)
     (tmp_path / "a.txt").write_text("quiet\n")
     shout = module.shout
+    assert "mark = '!'" in SourceTexts({}).source_of(module.Loud)
     assert Engine(tmp_path, [shout]).build([shout("a.txt")]).executed == ['shout("a.txt")']
 
     def no_source(fn):
         raise OSError("the source was read again")
 
     monkeypatch.setattr(inspect, "getsource", no_source)
-    again = Rule(shout.fn, "shout")  # a new process: no fingerprint computed yet
+    again = Rule(shout.fn, "shout", uses=shout.uses)  # a new process: no fingerprint computed yet
     report = Engine(tmp_path, [again]).build([again("a.txt")])
     assert report.executed == [] and report.failed == {}
 
