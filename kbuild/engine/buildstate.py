@@ -62,6 +62,9 @@ class BuildState:
         self.waiting: set[str] = set()  # of the failed, those that wait for a deferred call
         self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
         self.values: dict[str, Any] = {}
+        # the stored bytes of values read in parts, with their parts in order and where each
+        # stands, once found (Demand.stored_part)
+        self.part_blobs: dict[str, tuple[bytes, list[str], list[tuple[int, int]] | None]] = {}
         self.frames: dict[str, Frame] = {}  # queries being brought up to date, and those settled so
         self.ready: list[Frame] = []  # frames that can go on
         self.draining = False

@@ -77,13 +77,20 @@ class Context:
         this query then runs again when that entry changes, not when another one does."""
         if not query.rule.parts:
             raise TypeError(f"rule {query.rule.name} has no parts; declare it with @rule(parts=True)")
-        (value,) = await self._settle([query])
-        if isinstance(value, QueryFailed):
-            self.deps.append([(query.id, self._build.current_hash(query.id))])
-            raise value
-        memo = self._build.memos[query.id]
+        build = self._build
+        build.introduce(query)
+        if query.id not in build.green:
+            await build.demand_all([query.id], self._query.id)
+        read = build.stored_part(query.id, part)  # the entry alone, when its bytes can be told
+        if read is None:
+            (value,) = await self._settle([query])
+            if isinstance(value, QueryFailed):
+                self.deps.append([(query.id, build.current_hash(query.id))])
+                raise value
+            read = (value.get(part),)
+        memo = build.memos[query.id]
         self.deps.append([(query.id, PartHash.of(part, memo.parts.get(part, ABSENT)))])
-        return value.get(part)
+        return read[0]
 
     async def query_all(self, queries: Sequence[Query], *, return_failures: bool = False) -> list[Any]:
         """Read several queries concurrently. With `return_failures`, a failed one is returned as

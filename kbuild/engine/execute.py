@@ -103,7 +103,10 @@ class Execute(Outputs):
             if not self.stop(exc, "writing the local state .kbuild/state.db"):
                 raise
             return self._fail(qid, str(exc), exc)
-        self.values[qid] = rule.decode(blob)
+        if rule.parts:  # read in parts: a reader decodes its entry alone (Demand.stored_part)
+            self.part_blobs[qid] = (blob, sorted(new.parts), None)
+        else:
+            self.values[qid] = rule.decode(blob)
         self.changed.add(qid)
         self.green[qid] = digest
         self.report.executed.append(qid)

@@ -1,6 +1,7 @@
 """Content hashes and value encoding: the identity of everything the engine compares."""
 from __future__ import annotations
 
+import bisect
 import json
 from typing import Any, BinaryIO
 
@@ -85,6 +86,35 @@ def encode_with_parts(value: Any) -> tuple[bytes, dict[str, str]]:
         encode_value(value)  # raises its message for a value that is not JSON
         raise
     return b"j" + text.encode(), parts
+
+
+def part_places(blob: bytes, names: list[str]) -> list[tuple[int, int]]:
+    """Where each entry of a value encode_with_parts stored as `blob` stands, for its parts
+    `names` (sorted): (where its name begins, where the entry does), found in one pass over the
+    bytes ((-1, -1) where not found). The entries stand one after the other in the order of
+    their names, each after its name: an entry ends where the next one's name begins."""
+    places: list[tuple[int, int]] = []
+    at = 1
+    for n, name in enumerate(names):
+        mark = (b"{" if n == 0 else b",") + canonical_json(name).encode() + b":"
+        found = (1 if blob.startswith(mark, 1) else -1) if n == 0 else blob.find(mark, at)
+        places.append((found, found + len(mark)) if found >= 0 else (-1, -1))
+        if found >= 0:
+            at = found + len(mark)
+    return places
+
+
+def part_bytes(blob: bytes, places: list[tuple[int, int]], n: int, digest: str) -> bytes | None:
+    """The bytes of the `n`th entry of a value with parts stored as `blob` (part_places), when
+    they have the hash `digest` recorded for it; else None. A name spelled inside an earlier
+    entry (a nested object with a key of that name) finds other bytes, and the caller reads
+    the whole value."""
+    start = places[n][1]
+    end = places[n + 1][0] if n + 1 < len(places) else len(blob) - 1
+    if start < 0 or end < start:
+        return None
+    entry = blob[start:end]
+    return entry if hash_bytes(entry) == digest else None
 
 
 def _parts(value: Any) -> tuple[str, dict[str, str]]:
