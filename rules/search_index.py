@@ -241,7 +241,7 @@ def render_sections(lines: list[str], abbreviations: dict[str, str]) -> str:
             + ",\n".join(lines) + "\n]}\n")
 
 
-@rule(version=4, uses=(index_folder, render_sections, SourceSections, "kbuild.text.ranking"), settings=("store",),
+@rule(version=4, uses=(index_folder, render_sections, SourceSections.of, "kbuild.text.ranking"), settings=("store",),
       params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and

@@ -31,7 +31,7 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
     return crumb + "\n" + "\n".join(lines[section["start"] - 1:section["end"]])
 
 
-@rule(version=2, uses=(section_words, SourceSections, "kbuild.embedding"), settings=("semantic",))
+@rule(version=2, uses=(section_words, SourceSections.of, "kbuild.embedding"), settings=("semantic",))
 async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
     joined = SourceSections.of(await ctx.query(source_sections(project, source)))
@@ -44,7 +44,7 @@ async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, A
     return {"dims": int(vectors.shape[1]) if len(sections) else 0, "vectors": pack(vectors)}
 
 
-@rule(version=2, uses=(index_folder, SourceSections), settings=("store", "semantic"))
+@rule(version=2, uses=(index_folder, SourceSections.of), settings=("store", "semantic"))
 async def search_vectors(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/vectors.npy and vectors.json, when semantic ranking is on; the
     number of vectors. A source whose vectors failed has zero rows (never ranked by meaning)."""
