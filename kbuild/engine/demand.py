@@ -314,8 +314,8 @@ class Demand(Execute):
     def stored_part(self, qid: str, part: str) -> tuple[Any] | None:
         """(one entry of a settled query's stored value,), read from the entry's bytes alone; None
         when the whole value must be read (it failed, is decoded already, is not stored here, or
-        the entry cannot be told from its bytes: hashing.part_bytes). A source's chunk places
-        are 0.5 MB at 2,000 chunks, which an edit decoded whole for the few chunks it reads."""
+        the entry cannot be told from its bytes: hashing.part_bytes). A value of thousands of
+        entries, of which a build after an edit reads a few, is not decoded whole for them."""
         if qid in self.failed or qid in self.values:
             return None
         memo = self.memos.get(qid)
