@@ -11,7 +11,6 @@ offline backend, its term counts read from the search sections the build stored.
 from __future__ import annotations
 
 import argparse
-import json
 import sqlite3
 import statistics
 import sys
@@ -33,18 +32,13 @@ def stock(documents: list[dict[str, int]]) -> dict[str, bytes]:
     import bm25s
     from bm25s.tokenization import Tokenized
 
-    from kbuild.text.ranking import B, INDEX_FILES, K1
+    from kbuild.text.ranking import B, K1, saved_files
 
     vocabulary = {term: n for n, term in enumerate(sorted({t for d in documents for t in d}))}
     retriever = bm25s.BM25(k1=K1, b=B)
     retriever.index(Tokenized(ids=[[vocabulary[t] for t in sorted(d) for _ in range(d[t])] for d in documents],
                               vocab=vocabulary), show_progress=False, leave_progress=False)
-    with tempfile.TemporaryDirectory() as folder:
-        retriever.save(folder)
-        files = {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
-    # bm25s spells its vocabulary with orjson where that is installed; build_index as json does
-    files["vocab.index.json"] = json.dumps(json.loads(files["vocab.index.json"]), ensure_ascii=False).encode()
-    return files
+    return saved_files(retriever)  # its vocabulary spelled as build_index spells it
 
 
 def main() -> None:

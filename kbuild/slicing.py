@@ -77,6 +77,15 @@ _C_H1, _C_H2, _C_H3, _C_PARA, _C_SENT, _C_LINE = range(6)
 _KEY_CHARS = 32  # characters of text that the rank of a candidate depends on
 
 
+def _count_units(before: list[int], lines: list[str], newline_last: bool, ascii: bool) -> None:
+    """before[i]: the units of lines before line i, each with its newline (the last one's only
+    when the text ends with one). ASCII lines' units are their lengths: summed without a call a line."""
+    sizes = map(len, lines) if ascii else map(units, lines)
+    before[1:] = itertools.accumulate(size + 1 for size in sizes)
+    if lines and not newline_last:
+        before[len(lines)] -= 1
+
+
 class _Doc:
     """Lines of a text and what the slicer needs to know about them."""
 
@@ -94,11 +103,7 @@ class _Doc:
         self.fence_close = [False] * n
         self.units = before = [0] * (n + 1)  # before[i]: units of the lines before line i
 
-        # A line's units and a newline's: an ASCII text's are its lengths, counted without a call a line
-        sizes = map(len, lines) if text.isascii() else map(units, lines)
-        before[1:] = itertools.accumulate(size + 1 for size in sizes)
-        if n and not newline_last:
-            before[n] -= 1
+        _count_units(before, lines, newline_last, text.isascii())
         page = None
         first_page = None
         open_fence = ""
@@ -157,9 +162,8 @@ class _Doc:
         doc.has_pages = region.pages is not None
         doc.page = list(region.pages) if region.pages is not None else [None] * n
         doc.headings = {line: (level, title) for line, level, title in region.headings}
-        doc.units = before = [0] * (n + 1)
-        for i, line in enumerate(lines):
-            before[i + 1] = before[i] + units(line) + (1 if (i < n - 1 or region.newline_last) else 0)
+        doc.units = [0] * (n + 1)
+        _count_units(doc.units, lines, region.newline_last, all(map(str.isascii, lines)))
         return doc
 
     def _find_headings(self) -> None:

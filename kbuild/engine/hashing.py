@@ -1,7 +1,6 @@
 """Content hashes and value encoding: the identity of everything the engine compares."""
 from __future__ import annotations
 
-import bisect
 import json
 from typing import Any, BinaryIO
 

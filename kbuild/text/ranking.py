@@ -158,8 +158,6 @@ def segment(documents: list[dict[str, int]]) -> Segment:
 def build_index(segments: list[Segment]) -> dict[str, bytes]:
     """The files of a bm25s index over the documents of these segments, in order (name ->
     bytes): deterministic, the vocabulary numbered in sorted order."""
-    import tempfile
-
     import numpy as np
 
     vocabulary = {term: n for n, term in enumerate(sorted({t for s in segments for t in s["terms"]}))}
@@ -174,12 +172,18 @@ def build_index(segments: list[Segment]) -> dict[str, bytes]:
     counts, lengths = joined("counts", np.float32), joined("lengths", np.int64)
     retriever = _counted_bm25()(k1=K1, b=B)
     retriever.index(_Counted(terms, counts, lengths, vocabulary), show_progress=False, leave_progress=False)
+    return saved_files(retriever)
+
+
+def saved_files(retriever: Any) -> dict[str, bytes]:
+    """The files a bm25s retriever saves (name -> bytes). bm25s spells the vocabulary with orjson
+    where some other package installed it, and with json elsewhere: here it is spelled as json
+    does on every machine, so that a teammate's rebuild of an unchanged index leaves it as it was."""
+    import tempfile
+
     with tempfile.TemporaryDirectory() as folder:
         retriever.save(folder)
         files = {name: (Path(folder) / name).read_bytes() for name in INDEX_FILES}
-    # bm25s spells the vocabulary with orjson where some other package installed it, and with
-    # json elsewhere: spelled as json does on every machine, so that a teammate's rebuild of an
-    # unchanged index leaves the file as it was
     files["vocab.index.json"] = json.dumps(json.loads(files["vocab.index.json"]), ensure_ascii=False).encode()
     return files
 
