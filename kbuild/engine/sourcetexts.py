@@ -63,8 +63,8 @@ class SourceTexts:
 
 def _place(fn: Any) -> str | None:
     """Where a function's or a class's text is: its file with the file's size and mtime, its name
-    and line (a class: its name, which inspect looks up by parsing its whole file, 10 ms a class
-    that every build paid again before its text was kept)."""
+    and line (a class: its name; inspect finds a class's text by parsing its whole file, which
+    every build did again before its text was kept)."""
     code = getattr(fn, "__code__", None)
     if code is not None:
         filename, line = code.co_filename, code.co_firstlineno
