@@ -160,16 +160,20 @@ def build_index(segments: list[Segment]) -> dict[str, bytes]:
     bytes): deterministic, the vocabulary numbered in sorted order."""
     import numpy as np
 
-    vocabulary = {term: n for n, term in enumerate(sorted({t for s in segments for t in s["terms"]}))}
+    named = [t for s in segments for t in s["terms"]]  # every segment's terms, one after another
+    vocabulary = {term: n for n, term in enumerate(sorted(set(named)))}
 
-    def joined(key: Literal["postings", "counts", "lengths"], dtype: Any) -> Any:
-        return np.concatenate([np.frombuffer(base64.b64decode(s[key]), dtype="<u4") for s in segments]
-                              or [np.zeros(0, dtype="<u4")]).astype(dtype)
+    def joined(key: Literal["postings", "counts", "lengths"]) -> tuple[Any, list[int]]:
+        # decoded and joined as bytes, then read by NumPy once: a project has a segment or two per
+        # group of facts, and an array per segment was most of the merge
+        packed = [base64.b64decode(s[key]) for s in segments]
+        return np.frombuffer(b"".join(packed), dtype="<u4"), [len(p) // 4 for p in packed]
 
-    # each segment's term places, as places in the whole vocabulary
-    terms = np.concatenate([np.array([vocabulary[t] for t in s["terms"]], dtype=np.int32)[
-        np.frombuffer(base64.b64decode(s["postings"]), dtype="<u4")] for s in segments] or [np.zeros(0, dtype=np.int32)])
-    counts, lengths = joined("counts", np.float32), joined("lengths", np.int64)
+    # each posting's place in its segment's terms, as a place in all segments' terms, then in the vocabulary
+    postings, sizes = joined("postings")
+    firsts = np.cumsum([0, *(len(s["terms"]) for s in segments)], dtype=np.int64)[:-1]
+    terms = np.array([vocabulary[t] for t in named], dtype=np.int32)[postings + np.repeat(firsts, sizes)]
+    counts, lengths = joined("counts")[0].astype(np.float32), joined("lengths")[0].astype(np.int64)
     retriever = _counted_bm25()(k1=K1, b=B)
     retriever.index(_Counted(terms, counts, lengths, vocabulary), show_progress=False, leave_progress=False)
     return saved_files(retriever)
