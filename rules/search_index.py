@@ -5,8 +5,9 @@ kb/PROJECT/search-index/ (bm25s), which `kbuild search`, `kbuild context` and th
 A query like any other, so it is incremental: `group_sections` reads one group of a source's
 facts (their chunks, rewrites and summaries), `source_sections` joins its groups' and is cut off
 when its sections did not change, and `search_index` only joins its project's sources' segments
-and writes the files. A group's sections are spelled as JSON once, by `group_sections`: its value
-is those bytes, which `source_sections` joins as they are (`SourceSections.of` reads them).
+and writes the files. A group's sections are spelled once, by `group_sections`, as lines of bytes:
+`source_sections` joins its groups' as they are, and the index writes the lines as they are
+(`SourceSections.of` decodes only each group's head).
 """
 from __future__ import annotations
 
@@ -168,18 +169,20 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
             "summary_counts": found_counts, "abbreviations": abbreviations}
 
 
-@rule(version=2, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
+@rule(version=3, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
 async def group_sections(ctx: Context, project: str, source: str, group: int) -> bytes:
-    """One group of a source's facts as search sees it, as JSON: their sections in the order of
-    the text ("lines") and their summaries ("summaries"), each as its line of sections.json with
-    the index page that lists its fact; their words' counts as a segment each ("sections" and
-    "summary_counts", kbuild.text.ranking.segment); and the abbreviations they define. Each
-    fact spells its own lines, so an edit counts the sections of the fact it changed and joins
-    its group's, not every fact's of the source.
+    """One group of a source's facts as search sees it, as lines of bytes (`SourceSections.of`
+    reads them): a head, then each of their sections in the order of the text and their
+    summaries, as its line of sections.json with the index page that lists its fact. The head
+    is JSON: how many lines follow ("lines"), their words' counts as one segment ("counts",
+    kbuild.text.ranking.segment) and the abbreviations they define. Each fact spells its own
+    lines, so an edit counts the sections of the fact it changed and joins its group's, not
+    every fact's of the source.
 
-    Bytes, not a value the engine spells: source_sections joins its groups' as they are. When
-    it read them as values, it decoded every group's and encoded the whole source's again at
-    each edit, 28 ms of an edit's 0.5 s in a document of 2,000 chunks (benchmarks/edit_phases.py)."""
+    Bytes, not a value the engine spells: source_sections joins its groups' as they are, and the
+    index takes the lines as they are. Spelled as a JSON value, each group was decoded and the
+    source encoded again at each edit (28 ms of an edit's 0.5 s in a document of 2,000 chunks,
+    benchmarks/edit_phases.py), and the index decoded every line of the project."""
     store = ctx.settings.store
     found = await group_of(ctx, project, source, group)
     page = await ctx.query_part(group_places(project, source), f"page:{group}")  # a long source's group page
@@ -190,58 +193,64 @@ async def group_sections(ctx: Context, project: str, source: str, group: int) ->
     abbreviations: dict[str, str] = {}
     for g in made:  # in the order of the text: a term defined again means what it was defined as last
         abbreviations |= g["abbreviations"]
-    return json.dumps({
-        "lines": [line.replace(INDEX_PAGE, spelled, 1) for g in made for line in g["lines"]],
-        "summaries": [g["summary"].replace(INDEX_PAGE, spelled, 1) for g in made if g["summary"]],
-        "sections": segment([c or {"_": 1} for g in made for c in g["counts"]]),
-        "summary_counts": segment([g["summary_counts"] or {"_": 1} for g in made if g["summary"]]),
-        "abbreviations": abbreviations}, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+    lines = [line.replace(INDEX_PAGE, spelled, 1) for g in made for line in g["lines"]]
+    lines += [g["summary"].replace(INDEX_PAGE, spelled, 1) for g in made if g["summary"]]
+    counts = [c or {"_": 1} for g in made for c in g["counts"]]
+    counts += [g["summary_counts"] or {"_": 1} for g in made if g["summary"]]
+    head = json.dumps({"lines": len(lines), "counts": segment(counts), "abbreviations": abbreviations},
+                      ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return "".join(f"{line}\n" for line in [head, *lines]).encode()
 
 
-@rule(version=7)
+@rule(version=8)
 async def source_sections(ctx: Context, project: str, source: str) -> bytes:
-    """A source's groups' sections (group_sections), in the order of its text, as one JSON list
-    of them: joined as bytes, so an edit spells one group's sections, not the source's."""
+    """A source's groups' sections (group_sections), in the order of its text: joined as bytes,
+    so an edit spells one group's sections, not the source's."""
     found = await ctx.query(fact_groups(project, source))
     groups = await ctx.query_all([group_sections(project, source, n) for n in range(len(found.groups))],
                                  return_failures=True)
-    return b"[" + b",".join(g for g in groups if not isinstance(g, QueryFailed)) + b"]"
+    return b"".join(g for g in groups if not isinstance(g, QueryFailed))
 
 
 @dataclass(frozen=True)
 class SourceSections:
-    """A source's sections in the order of its text, then its facts' summaries, each as its line
-    of sections.json; their words' counts as segments of the index, in the same order; and the
-    abbreviations its text defines."""
+    """A source's sections and its facts' summaries, group after group, each as its line of
+    sections.json (UTF-8); their words' counts as segments of the index, a group's each, in the
+    same order; and the abbreviations its text defines."""
 
-    lines: list[str]
+    lines: list[bytes]
     segments: list[Segment]
     abbreviations: dict[str, str]
 
     @classmethod
     def of(cls, joined: bytes) -> SourceSections:
-        """What source_sections joined."""
-        groups = json.loads(joined)
-        abbreviations: dict[str, str] = {}
-        for g in groups:  # in the order of the text: a term defined again means what it was defined as last
-            abbreviations |= g["abbreviations"]
-        return cls(lines=[line for g in groups for line in g["lines"]] + [line for g in groups for line in g["summaries"]],
-                   segments=[g["sections"] for g in groups] + [g["summary_counts"] for g in groups],
-                   abbreviations=abbreviations)
+        """What source_sections joined. Only each group's head is decoded: a line of sections.json
+        holds no line break (JSON escapes it), and the index writes the lines as they are."""
+        found = cls(lines=[], segments=[], abbreviations={})
+        lines = joined.split(b"\n")  # the last is empty: each line ends with one
+        at = 0
+        while at < len(lines) - 1:
+            head = json.loads(lines[at])
+            found.lines.extend(lines[at + 1:at + 1 + head["lines"]])
+            found.segments.append(head["counts"])
+            # in the order of the text: a term defined again means what it was defined as last
+            found.abbreviations.update(head["abbreviations"])
+            at += 1 + head["lines"]
+        return found
 
 
 def index_folder(store: Any, project: str) -> str:
     return f"{store.project(project)}/search-index"
 
 
-def render_sections(lines: list[str], abbreviations: dict[str, str]) -> str:
+def render_sections(lines: list[bytes], abbreviations: dict[str, str]) -> bytes:
     """sections.json: the sections' lines (section_line) in the index's order, so a rebuilt
     index shows in `git diff` as the lines of the sections that changed."""
-    return (f'{{"format": {FORMAT},\n"abbreviations": {json.dumps(abbreviations, sort_keys=True)},\n"docs": [\n'
-            + ",\n".join(lines) + "\n]}\n")
+    head = f'{{"format": {FORMAT},\n"abbreviations": {json.dumps(abbreviations, sort_keys=True)},\n"docs": [\n'
+    return head.encode() + b",\n".join(lines) + b"\n]}\n"
 
 
-@rule(version=4, uses=(index_folder, render_sections, SourceSections.of, "kbuild.text.ranking"), settings=("store",),
+@rule(version=5, uses=(index_folder, render_sections, SourceSections.of, "kbuild.text.ranking"), settings=("store",),
       params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and

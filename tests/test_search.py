@@ -117,3 +117,22 @@ def test_the_abbreviations_a_source_defines_reach_its_index_and_an_edit_that_dro
     (store / "hours.md").write_text("# Hours\n\nThe shop opens at nine.\n\n## Service\n\nIt closes at six.\n")
     assert kbuild(store).exit_code == 0
     assert '"abbreviations": {}' in index.read_text()
+
+
+def test_each_section_is_one_line_of_the_index_whatever_its_words(store):
+    """The index takes each section's line as its group spelled it: a heading with quotes and a
+    backslash stays one line of sections.json, and the index counts one document a line, so
+    each score points at its own section."""
+    import json
+
+    (store / "hours.md").write_text('# Hours\n\nThe shop opens at nine.\n\n## The "late" shift \\ nights\n\n'
+                                    "The shop opens at midnight on Fridays.\n")
+    assert kbuild(store).exit_code == 0
+    folder = store / "kb/shop/search-index"
+    text = (folder / "sections.json").read_text("utf-8")
+    docs = json.loads(text)["docs"]
+    assert len(text.split("\n")) == len(docs) + 5  # three lines of head, a line a section, "]}" and the end
+    assert json.loads((folder / "params.index.json").read_text())["num_docs"] == len(docs)
+    assert any('The "late" shift \\ nights' in d["crumb"] for d in docs)
+    best = kbuild(store, "search", "opens at midnight on Fridays").output.splitlines()[0]
+    assert best.endswith("kb/shop/facts/hours/hours.md")
