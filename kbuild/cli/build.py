@@ -190,13 +190,15 @@ def remember_settled(engine: Engine, root: Path, code: dict[str, list[int]], lis
     from ..engine import LockError
     from ..engine.lockfiles import SUFFIX
 
-    settled = engine.settled_stats()
     try:
         lock = {f.relative_to(root).as_posix(): uptodate.stat_of(f) for f in engine.lock.present()}
     except LockError:
         return
-    if settled is None or not lock or any(s is None or time.time_ns() - s[1] < uptodate.RACY_NS for s in lock.values()):
+    if not lock or any(s is None or time.time_ns() - s[1] < uptodate.RACY_NS for s in lock.values()):
         return  # a lock written just now may change again within its mtime's tick: the next build records
+    settled = engine.settled_stats()  # after the look at the lock: an edit rewrites it, and ends here
+    if settled is None:
+        return
     files = {**settled, **lock}
     shards = f"{engine.lock.folder.relative_to(root).as_posix()}/*{SUFFIX}"  # a pull that brought a shard
     listings = {**listings, shards: uptodate.listing(root, shards)}
