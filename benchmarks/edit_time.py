@@ -12,7 +12,9 @@ also times another Python's kbuild (an install of the commit before a change) on
 of each store, the same edits interleaved with this one's, as rows of their own. --edited K
 changes a sentence in each of K documents of a project at every edit, as a pull that brings K
 edited sources does; --colds N times N cold builds of fresh stores, in turns, and shows their
-median (a single cold build moves by 10-15% here).
+median (a single cold build moves by 10-15% here). The stores are all built first and then
+edited in rounds, each round every store once, so that the ratio of the largest edit to the
+smallest, printed last, is of edits timed side by side.
 """
 from __future__ import annotations
 
@@ -71,34 +73,42 @@ def kbuild(python: str, root: Path, *args: str) -> float:
     return time.perf_counter() - started
 
 
-def measure(documents: int, sections: int, runs: int, pythons: list[str], edited: int = 1,
-            colds: int = 1) -> list[tuple[float, float, float]]:
-    """(median cold build, first edit, median edit) for each of `pythons`, each on its own copy
-    of the store. The first edit after a cold build is also the first to look behind the gates it
-    reaches (docs/engine.md, step 2), which the later ones find kept in the state. Each edit
-    changes one sentence in each of `edited` documents (a pull that brings several edited
-    sources); each of `colds` cold builds is of a fresh store, in turns with the other Pythons'."""
+def measure(stores: list[tuple[int, int]], runs: int, pythons: list[str], edited: int = 1,
+            colds: int = 1) -> list[list[tuple[float, float, float]]]:
+    """For each store (documents, sections), for each of `pythons`, each on its own copy:
+    (median cold build, first edit, median edit). The edits go in rounds: each round edits every
+    store once with each Python, so that the machine's load, which moves by a tenth and more over
+    minutes here, weighs on every size alike and the ratio of two sizes holds within a run. The
+    first edit after a cold build is also the first to look behind the gates it reaches
+    (docs/engine.md, step 2), which the later ones find kept in the state. Each edit changes one
+    sentence in each of `edited` documents (a pull that brings several edited sources); each of
+    `colds` cold builds is of a fresh store, in turns with the other Pythons'."""
     with tempfile.TemporaryDirectory() as tmp:
-        cold_times: list[list[float]] = [[] for _ in pythons]
-        for build in range(colds):
-            roots = [Path(tmp) / f"{build}-{n}" for n in range(len(pythons))]
-            for root in roots:
-                write_store(root, documents, sections)
-            for python, root, timed in zip(pythons, roots, cold_times):
-                timed.append(kbuild(python, root))
-            if build < colds - 1:
-                for root in roots:
-                    shutil.rmtree(root)
-        times: list[list[float]] = [[] for _ in pythons]
+        cold_times = [[[] for _ in pythons] for _ in stores]
+        roots: list[list[Path]] = []
+        for number, (documents, sections) in enumerate(stores):
+            for build in range(colds):
+                built = [Path(tmp) / f"{number}-{build}-{n}" for n in range(len(pythons))]
+                for root in built:
+                    write_store(root, documents, sections)
+                for python, root, timed in zip(pythons, built, cold_times[number]):
+                    timed.append(kbuild(python, root))
+                if build < colds - 1:
+                    for root in built:
+                        shutil.rmtree(root)
+            roots.append(built)
+        times: list[list[list[float]]] = [[[] for _ in pythons] for _ in stores]
         for run in range(runs):
-            part = (run * 7) % sections
-            for python, root, timed in zip(pythons, roots, times):
-                for document in range(min(edited, documents)):
-                    target = root / f"d{document}.md"
-                    target.write_text(target.read_text().replace(f"The limit of part {part} is",
-                                                                 f"The limit of part {part} was"))
-                timed.append(kbuild(python, root))
-        return [(statistics.median(cold), timed[0], statistics.median(timed)) for cold, timed in zip(cold_times, times)]
+            for (documents, sections), built, timings in zip(stores, roots, times):
+                part = (run * 7) % sections
+                for python, root, timed in zip(pythons, built, timings):
+                    for document in range(min(edited, documents)):
+                        target = root / f"d{document}.md"
+                        target.write_text(target.read_text().replace(f"The limit of part {part} is",
+                                                                     f"The limit of part {part} was"))
+                    timed.append(kbuild(python, root))
+        return [[(statistics.median(cold), timed[0], statistics.median(timed)) for cold, timed in zip(colds_of, timings)]
+                for colds_of, timings in zip(cold_times, times)]
 
 
 def main() -> None:
@@ -111,14 +121,25 @@ def main() -> None:
     parser.add_argument("--colds", type=int, default=1, help="cold builds of fresh stores, in turns (the median)")
     args = parser.parse_args()
     pythons = [sys.executable, *([args.against] if args.against else [])]
-    stores = [(f"document of {n} chunks", 1, n) for n in args.chunks]
-    stores += [(f"project of {n} facts", max(1, n // 20), 20) for n in args.facts]
+    kinds = [("document", f"document of {n} chunks", 1, n) for n in sorted(args.chunks)]
+    kinds += [("project", f"project of {n} facts", max(1, n // 20), 20) for n in sorted(args.facts)]
+    measured = measure([(documents, sections) for _, _, documents, sections in kinds], args.runs, pythons,
+                       args.edited, args.colds)
     print("| store | cold build | first edit | one-sentence edit (median) |")
     print("|---|---|---|---|")
-    for name, documents, sections in stores:
-        for python, (cold, first, edit) in zip(pythons, measure(documents, sections, args.runs, pythons, args.edited, args.colds)):
+    for (_, name, _, _), rows in zip(kinds, measured):
+        for python, (cold, first, edit) in zip(pythons, rows):
             who = f" ({python})" if args.against else ""
-            print(f"| {name}{who} | {cold:.2f} s | {first:.2f} s | {edit:.2f} s |", flush=True)
+            print(f"| {name}{who} | {cold:.2f} s | {first:.2f} s | {edit:.2f} s |")
+    for n, python in enumerate(pythons):  # the aim of issue 16: the largest edit at most 1.5x the smallest
+        ratios = []
+        for kind in ("document", "project"):
+            edits = [rows[n][2] for (k, _, _, _), rows in zip(kinds, measured) if k == kind]
+            if len(edits) > 1:
+                ratios.append(f"{kind}s {edits[-1] / edits[0]:.2f}x")
+        if ratios:
+            who = f" ({python})" if args.against else ""
+            print(f"largest edit over smallest{who}: {', '.join(ratios)}")
 
 
 if __name__ == "__main__":
