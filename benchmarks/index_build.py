@@ -1,12 +1,16 @@
 """Writing the search index's bm25s files from the sections' term counts, as every edit does:
 kbuild's `build_index` (the scores computed in NumPy through bm25s's `build_index_from_ids`)
-against bm25s's own index over the same words spelled out as token lists.
+against bm25s's own index over the same words spelled out as token lists; and the whole of
+what `search_index` does with its sources' stored sections (read them, sections.json, the
+bm25s files), with NumPy and bm25s imported already.
 
-    python benchmarks/index_build.py [--chunks 2000] [--runs 7]
+    python benchmarks/index_build.py [--chunks 2000] [--facts N] [--runs 7]
 
-The sections are a real store's: edit_time.py's document of --chunks chunks, built with the
-offline backend, its term counts read from the search sections the build stored. Medians of
---runs, the two interleaved; the script stops if they do not write the same bytes.
+The sections are a real store's: edit_time.py's document of --chunks chunks (or its project of
+--facts facts), built with the offline backend by the installed kbuild, its term counts read
+from the search sections the build stored. Medians of --runs, interleaved; the script stops if
+build_index and bm25s do not write the same bytes. Run it with another install's Python to
+time that kbuild's index on its own store.
 """
 from __future__ import annotations
 
@@ -44,20 +48,28 @@ def stock(documents: list[dict[str, int]]) -> dict[str, bytes]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=2000)
+    parser.add_argument("--facts", type=int, help="a project of this many facts instead of a document")
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     from kbuild.engine.hashing import decode_value
-    from kbuild.rules.search_index import SourceSections
+    from kbuild.rules.search_index import SourceSections, render_sections
     from kbuild.text.ranking import build_index, unpacked
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_store(root, 1, args.chunks)
+        write_store(root, *((max(1, args.facts // 20), 20) if args.facts else (1, args.chunks)))
         kbuild(sys.executable, root)
         with sqlite3.connect(root / ".kbuild/state.db") as db:
-            segments = [segment for (blob,) in
-                        db.execute("SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL")
-                        for segment in SourceSections.of(decode_value(blob)).segments]
+            stored = [decode_value(blob) for (blob,) in db.execute(
+                "SELECT value FROM memo WHERE rule = 'source_sections' AND value IS NOT NULL ORDER BY id")]
+    segments = [segment for joined in stored for segment in SourceSections.of(joined).segments]
+
+    def whole_index() -> None:  # search_index's own work, once its sources' sections are read
+        made = [SourceSections.of(joined) for joined in stored]
+        render_sections([line for found in made for line in found.lines],
+                        {short: long for found in made for short, long in found.abbreviations.items()})
+        build_index([segment for found in made for segment in found.segments])
+
     documents = []
     for found in segments:
         start, postings, counts = 0, unpacked(found["postings"]), unpacked(found["counts"])
@@ -67,14 +79,17 @@ def main() -> None:
             start += length
     if stock(documents) != build_index(segments):
         raise SystemExit("build_index and bm25s wrote different files")
-    times: dict[str, list[float]] = {"kbuild build_index": [], "bm25s over token lists": []}
+    times: dict[str, list[float]] = {"kbuild build_index": [], "bm25s over token lists": [],
+                                     "search_index from stored sections": []}
     for _ in range(args.runs):
         for name, make in (("kbuild build_index", lambda: build_index(segments)),
-                           ("bm25s over token lists", lambda: stock(documents))):
+                           ("bm25s over token lists", lambda: stock(documents)),
+                           ("search_index from stored sections", whole_index)):
             started = time.perf_counter()
             make()
             times[name].append(time.perf_counter() - started)
-    print(f"the bm25s files of {len(documents)} sections ({args.chunks} chunks), medians of {args.runs}:")
+    size = f"{args.facts} facts" if args.facts else f"{args.chunks} chunks"
+    print(f"the bm25s files of {len(documents)} sections ({size}, {len(stored)} sources), medians of {args.runs}:")
     for name, timed in times.items():
         print(f"  {name}: {statistics.median(timed) * 1000:.0f} ms")
 

@@ -91,10 +91,11 @@ def test_the_lock_render_figure_compares_two_installs_on_the_same_bytes():
 def test_the_index_build_figure_runs_on_a_small_store_and_checks_both_write_the_same_files():
     """benchmarks/index_build.py is where the search index's build figure in ranking.py, the
     README and docs/design.md comes from; it stops when the two indexes differ."""
-    result = subprocess.run([sys.executable, "benchmarks/index_build.py", "--chunks", "20", "--runs", "1"],
+    result = subprocess.run([sys.executable, "benchmarks/index_build.py", "--facts", "60", "--runs", "1"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "kbuild build_index:" in result.stdout and "bm25s over token lists:" in result.stdout
+    assert "(60 facts, 3 sources)" in result.stdout and "search_index from stored sections:" in result.stdout
 
 
 def test_the_lock_difference_figure_runs_and_checks_both_ways_agree():
