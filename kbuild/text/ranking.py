@@ -164,8 +164,8 @@ def build_index(segments: list[Segment]) -> dict[str, bytes]:
     vocabulary = {term: n for n, term in enumerate(sorted(set(named)))}
 
     def joined(key: Literal["postings", "counts", "lengths"]) -> tuple[Any, list[int]]:
-        # decoded and joined as bytes, then read by NumPy once: a project has a segment or two per
-        # group of facts, and an array per segment was most of the merge
+        # decoded and joined as bytes, then read by NumPy once: a project has a segment per group
+        # of facts, and an array per segment was most of the merge
         packed = [base64.b64decode(s[key]) for s in segments]
         return np.frombuffer(b"".join(packed), dtype="<u4"), [len(p) // 4 for p in packed]
 
