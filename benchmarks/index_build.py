@@ -52,7 +52,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     from kbuild.engine.hashing import decode_value
-    from kbuild.rules.search_index import SourceSections, render_sections
+    from kbuild.rules import search_index
+    from kbuild.rules.search_index import SourceSections
     from kbuild.text.ranking import build_index, unpacked
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,8 +67,12 @@ def main() -> None:
 
     def whole_index() -> None:  # search_index's own work, once its sources' sections are read
         made = [SourceSections.of(joined) for joined in stored]
-        render_sections([line for found in made for line in found.lines],
-                        {short: long for found in made for short, long in found.abbreviations.items()})
+        if hasattr(search_index, "index_files"):
+            search_index.index_files(made)
+            return
+        # an install from before index_files (2634ca6 and older): the rule's steps as it took them
+        search_index.render_sections([line for found in made for line in found.lines],
+                                     {short: long for found in made for short, long in found.abbreviations.items()})
         build_index([segment for found in made for segment in found.segments])
 
     documents = []

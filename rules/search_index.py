@@ -250,19 +250,26 @@ def render_sections(lines: list[bytes], abbreviations: dict[str, str]) -> bytes:
     return head.encode() + b",\n".join(lines) + b"\n]}\n"
 
 
-@rule(version=5, uses=(index_folder, render_sections, SourceSections.of, "kbuild.text.ranking"), settings=("store",),
-      params={"bm25s": version("bm25s")})  # its version is in the files it writes
+def index_files(made: list[SourceSections]) -> dict[str, bytes]:
+    """The files of kb/PROJECT/search-index/ for its sources' sections, in the project's order:
+    sections.json, and the bm25s index when there is a section to index."""
+    lines = [line for found in made for line in found.lines]
+    abbreviations = {short: long for found in made for short, long in found.abbreviations.items()}
+    files = {"sections.json": render_sections(lines, abbreviations)}
+    if lines:
+        files.update(build_index([segment for found in made for segment in found.segments]))
+    return files
+
+
+@rule(version=5, uses=(index_folder, index_files, render_sections, SourceSections.of, "kbuild.text.ranking"),
+      settings=("store",), params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
     the bm25s index over their words; the number of sections."""
     outline = await ctx.query(project_outline(project))
     got = await ctx.query_all([source_sections(project, s) for s in outline.sources], return_failures=True)
     made = [SourceSections.of(found) for found in got if not isinstance(found, QueryFailed)]
-    lines = [line for found in made for line in found.lines]
-    abbreviations = {short: long for found in made for short, long in found.abbreviations.items()}
     folder = index_folder(ctx.settings.store, project)
-    ctx.write(f"{folder}/sections.json", render_sections(lines, abbreviations))
-    if lines:
-        for name, data in build_index([segment for found in made for segment in found.segments]).items():
-            ctx.write(f"{folder}/{name}", data)
-    return len(lines)
+    for name, data in index_files(made).items():
+        ctx.write(f"{folder}/{name}", data)
+    return sum(len(found.lines) for found in made)
