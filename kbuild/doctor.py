@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from . import __version__, checked
 from .application import Application
 from .buildfile import Buildfile
 from .engine import Engine, LockError
@@ -134,6 +135,13 @@ def _local_files(root: Path, engine: Engine) -> list[Finding]:
         findings += _lock_findings(engine)
     else:
         findings.append(Finding("WARN", "no kbuild.lock yet", "run `kbuild`, then commit kb/ and kbuild.lock"))
+    if (root / checked.RECORD).exists():
+        if checked.holds(str(root.resolve()), __version__, strict=False):
+            findings.append(Finding("PASS", f"{checked.RECORD} is of these files: `kbuild check` answers from it"))
+        else:
+            findings.append(Finding("WARN", f"{checked.RECORD} is not of these files (or of this kbuild): "
+                                    "`kbuild check` runs the whole way", f"`kbuild check --record`, then commit "
+                                    f"{checked.RECORD} with kb/ and kbuild.lock"))
     return findings
 
 

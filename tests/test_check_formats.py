@@ -293,9 +293,10 @@ def test_the_integrations_that_ship_install_kbuild_from_its_repository():
     cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
     assert cache["with"]["path"] == "${{ inputs.cache-dir }}"
     assert any("KBUILD_CACHE_DIR" in s.get("run", "") for s in steps)
-    (hook,) = yaml.safe_load((TOP / ".pre-commit-hooks.yaml").read_text())
+    hook, recording = yaml.safe_load((TOP / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "kbuild-check" and hook["entry"] == "kbuild check" and hook["pass_filenames"] is False
-    assert hook["language"] == "python"
+    assert recording["id"] == "kbuild-check-record" and recording["entry"] == "kbuild check --record"
+    assert hook["language"] == recording["language"] == "python" and "kbuild-check-record" in ci
 
 
 def test_a_refused_lock_entry_is_shown_on_its_line_in_the_lock(repo):

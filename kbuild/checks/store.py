@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import Change, Engine, LockError
-from ..engine.state import Memo
+from ..engine.state import FileRead, Memo
 from ..engine.verify import Reason
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import hash_bytes
@@ -39,8 +39,9 @@ class Finding:
     line: int | None = None
 
 
-def check_store(engine: Engine, kb: Any | None, strict: bool = False) -> list[Finding]:
-    """Every finding of the store; `strict` adds the notes whose evidence changed (needs-review)."""
+def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set[str] | None = None) -> list[Finding]:
+    """Every finding of the store; `strict` adds the notes whose evidence changed (needs-review).
+    `named` gets every file the lock says the graph read or wrote (for kbuild.checked)."""
     root = engine.root
     grounded = set(kb.grounded_rules) if kb is not None else set()
     inspection = inspect_engine(engine, lambda path: path.endswith(".md"))
@@ -49,6 +50,10 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False) -> list[Fi
     page_hashes = {path: digest for path, (_, digest) in inspection.contents.items()}
     findings: list[Finding] = []
     outputs = {path: qid for qid, memo in memos.items() for path in memo.outputs}
+    if named is not None:
+        named.update(outputs)
+        named.update(read.path for memo in memos.values() for group in memo.deps for read, _ in group
+                     if isinstance(read, FileRead))
 
     for qid, why in inspection.refused.items():
         file, line = _lock_line(engine, qid)

@@ -21,21 +21,36 @@ FORMATS = ["text", "json", "github", "sarif", "gitlab"]
                    "sarif: SARIF 2.1.0 for code scanning; gitlab: GitLab Code Quality.")
 @click.option("--strict", is_flag=True, help="Fail too while a note needs review (its evidence changed since it "
                                              "was written).")
+@click.option("--record", is_flag=True, help="When the check passes, write kbuild.checked beside the lock: commit it, "
+                                             "and a fresh clone's check hashes the files instead of running again.")
+@click.option("--full", is_flag=True, help="Run the whole check even when kbuild.checked holds.")
 @pass_session
-def check(session: Session, fmt: str, strict: bool) -> None:
+def check(session: Session, fmt: str, strict: bool, record: bool = False, full: bool = False) -> None:
     """Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, unbuilt or orphaned.
 
     Needs no model, no network and no .kbuild/: run it in CI on a fresh clone. Exit 2: the check
     could not run (a conflicted lock, a broken Kbuildfile); every format says so too.
 
+    A passing check with --record writes kbuild.checked, the hash of every file it read: a later
+    check that finds them all the same passes without running again (--full runs it anyway).
+
     Example: kbuild check --format github
     """
+    from .. import __version__, checked
     from ..checks import formats
     from ..checks.store import check_store, harness_findings
 
+    folder = _store_folder(session)
+    if not (full or record) and checked.holds(str(folder), __version__, strict):
+        if fmt == "text":
+            click.echo(formats.text([]))
+        else:
+            _emit(fmt, [], [], folder, ran=True)
+        return
+    named: set[str] = set()
     try:
         spec, engine = session.load()
-        findings = check_store(engine, spec.application, strict)
+        findings = check_store(engine, spec.application, strict, named)
         findings += harness_findings(spec)
     except Exception as exc:  # the check itself broke: say so, and do not pass
         if session.debug and not isinstance(exc, (KbuildError, LockError)):
@@ -60,6 +75,31 @@ def check(session: Session, fmt: str, strict: bool) -> None:
         _emit(fmt, findings, formats.problems(findings), engine.root, ran=True)
     if findings:
         raise click.exceptions.Exit(FAILED)
+    if record:
+        _record(spec, engine, named, strict)
+
+
+def _record(spec, engine, named: set[str], strict: bool) -> None:
+    """Write kbuild.checked for the check that just passed, or say why it cannot be."""
+    from .. import __version__, checked
+
+    root = os.path.realpath(engine.root)
+    app = spec.application
+    store = app.store.root.strip("/") if app is not None else ""
+    if not store:
+        raise KbuildError(f"--record: {checked.RECORD} needs a knowledge base with its store in a folder "
+                          "(knowledge_base(..., store=\"kb\"))", WRONG)
+    lock_folder = os.path.relpath(engine.lock.folder, root).replace(os.sep, "/")
+    folders = [store, lock_folder]
+    inside = tuple(f"{folder}/" for folder in folders)
+    lock = [os.path.relpath(f, root).replace(os.sep, "/") for f in engine.lock.present()]
+    files = [*lock, *spec.harness_files, *(p for p in named if not p.startswith(inside))]
+    code = checked.loaded_code(root, [str(spec.path), *(str(p) for r in spec.rules for p in r.files)])
+    if code is None:
+        raise KbuildError(f"--record: the Kbuildfile or a rule's prompt is outside {root} and kbuild: "
+                          f"{checked.RECORD} not written", WRONG)
+    if not checked.write(root, __version__, strict, code, folders, files):
+        raise KbuildError(f"--record: a file of the store could not be read: {checked.RECORD} not written", FAILED)
 
 
 def _emit(fmt: str, findings: list, found: list, root: Path, ran: bool) -> None:
