@@ -1,5 +1,5 @@
-"""What a committed check record would cost each build and save each fresh clone's check
-(docs/design.md, decision 14, which is why kbuild has none).
+"""What a check record written by every build would cost it, and save each fresh clone's check
+(docs/design.md, decision 14: why `kbuild check --record` writes kbuild.checked, not the build).
 
     python benchmarks/check_record.py [--facts 100 5000] [--runs 5]
 
