@@ -140,10 +140,11 @@ def _package_folder(name: str) -> str | None:
 
 
 def loaded_packages() -> dict[str, str]:
-    """kbuild's packages loaded in this process -> their folders."""
+    """kbuild and its subpackages loaded in this process -> their folders. Not a subpackage's
+    own subpackages: their files are named from the folder of the one they are in."""
     return {name: os.path.realpath(os.path.dirname(module.__file__)) for name, module in list(sys.modules.items())
-            if (name == "kbuild" or name.startswith("kbuild.")) and getattr(module, "__path__", None)
-            and getattr(module, "__file__", None)}
+            if (name == "kbuild" or (name.startswith("kbuild.") and name.count(".") == 1))
+            and getattr(module, "__path__", None) and getattr(module, "__file__", None)}
 
 
 def loaded_code(root: str, extra: list[str]) -> dict[str, str] | None:
@@ -196,7 +197,7 @@ def write(root: str, version: str, strict: bool, code: dict[str, str], folders: 
                 return True  # the same record: its file is left as it was
     except (OSError, ValueError):
         pass
-    tmp = f"{target}.tmp"
+    tmp = f"{target}.{os.getpid()}.tmp"  # two checks at once each write their own
     with open(tmp, "w", encoding="utf-8") as file:
         file.write(text)
     os.replace(tmp, target)

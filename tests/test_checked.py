@@ -183,3 +183,14 @@ def test_a_file_is_hashed_whole_however_large(tmp_path):
     big.write_bytes(os.urandom(checked.PIECE * 2 + checked.FIRST + 7))
     assert checked.file_hash(str(big)) == xxhash.xxh3_128_hexdigest(big.read_bytes())
     assert checked.file_hash(str(tmp_path)) is None and checked.file_hash(str(tmp_path / "none")) is None
+
+
+def test_code_is_named_by_its_package_or_its_place_in_the_project(tmp_path):
+    packages = {"kbuild": "/site/kbuild", "kbuild.convert": "/site/kbuild/convert"}
+    root = str(tmp_path)
+    assert checked.code_place("/site/kbuild/convert/pdf/tables.py", root, packages) == "kbuild.convert:pdf/tables.py"
+    assert checked.code_place("/site/kbuild/entry.py", root, packages) == "kbuild:entry.py"
+    assert checked.code_place(f"{root}/helpers/terms.py", root, packages) == "helpers/terms.py"
+    # a library: installed elsewhere, or in a virtual environment inside the project
+    assert checked.code_place("/site/pydantic/main.py", root, packages) is None
+    assert checked.code_place(f"{root}/.venv/lib/python3.11/site-packages/yaml/main.py", root, packages) is None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..engine import LockError
+from ..buildfile import Buildfile
+from ..engine import Engine, LockError
 from .session import FAILED, WRONG, KbuildError, Session, pass_session
 
 FORMATS = ["text", "json", "github", "sarif", "gitlab"]
@@ -79,7 +80,7 @@ def check(session: Session, fmt: str, strict: bool, record: bool = False, full: 
         _record(spec, engine, named, strict)
 
 
-def _record(spec, engine, named: set[str], strict: bool) -> None:
+def _record(spec: Buildfile, engine: Engine, named: set[str], strict: bool) -> None:
     """Write kbuild.checked for the check that just passed, or say why it cannot be."""
     from .. import __version__, checked
 
