@@ -48,22 +48,36 @@ def git(root: Path, *args: str) -> None:
                    capture_output=True)
 
 
-@pytest.fixture
-def clone(tmp_path: Path) -> Path:
-    origin = tmp_path / "origin"
-    origin.mkdir()
+def committed(root: Path) -> Path:
+    """`root` made a git repository, everything in it committed."""
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "store")
+    return root
+
+
+def shop(origin: Path, notes: str = "notes.md") -> None:
+    """The shop's store in `origin`, built: its own rule and prompt, two sources (the second
+    named `notes`) and a view."""
+    origin.mkdir(parents=True)
     assert kbuild(origin, "init", str(origin)).exit_code == 0
     (origin / "Kbuildfile.py").write_text(KBUILDFILE)
     (origin / "glossary-prompt.md").write_text("# Glossary")
     (origin / "payments.md").write_text(PAYMENTS)
-    (origin / "notes.md").write_text("# Notes\n\nThe shop opens at 09:00. It closes at 18:00 on weekdays.\n")
-    for name in ("payments.md", "notes.md"):
-        assert kbuild(origin, "add", "shop", name).exit_code == 0
+    (origin / notes).write_text("# Notes\n\nThe shop opens at 09:00. It closes at 18:00 on weekdays.\n")
+    for name in ("payments.md", notes):
+        added = kbuild(origin, "add", "shop", name)
+        assert added.exit_code == 0, added.output
     assert kbuild(origin, "view", "add", "shop", "refunds", "--about", "refund requests").exit_code == 0
-    assert kbuild(origin).exit_code == 0
-    git(origin, "init", "-q")
-    git(origin, "add", "-A")
-    git(origin, "commit", "-qm", "store")
+    built = kbuild(origin)
+    assert built.exit_code == 0, built.output
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    origin = tmp_path / "origin"
+    shop(origin)
+    committed(origin)
     copy = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(copy))
     assert not (copy / ".kbuild").exists()

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import kbuild
-from test_check import KBUILDFILE, PAYMENTS
+from test_check import committed, shop
 
 from kbuild.checks.formats import escape_data, escape_property
 
@@ -20,32 +19,12 @@ VIEW = "kb/shop/artifacts/views/refunds.md"
 FACT = "kb/shop/facts/payments/refunds.md"
 
 
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
-                   capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository whose store lives in sub/, built by the offline backend and committed."""
     repo = tmp_path_factory.mktemp("built") / "repo"
-    store = repo / "sub"
-    store.mkdir(parents=True)
-    assert kbuild(store, "init", str(store)).exit_code == 0
-    (store / "Kbuildfile.py").write_text(KBUILDFILE)
-    (store / "glossary-prompt.md").write_text("# Glossary")
-    (store / "payments.md").write_text(PAYMENTS)
-    (store / NOTES).write_text("# Notes\n\nThe shop opens at 09:00. It closes at 18:00 on weekdays.\n")
-    for name in ("payments.md", NOTES):
-        added = kbuild(store, "add", "shop", name)
-        assert added.exit_code == 0, added.output
-    assert kbuild(store, "view", "add", "shop", "refunds", "--about", "refund requests").exit_code == 0
-    first = kbuild(store)
-    assert first.exit_code == 0, first.output
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "store")
-    return repo
+    shop(repo / "sub", notes=NOTES)
+    return committed(repo)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import kbuild
-from test_check import KBUILDFILE, PAYMENTS, git
+from test_check import KBUILDFILE, PAYMENTS, committed, git, shop
 
 from kbuild import __version__, checked
 from kbuild.checks import formats
@@ -33,19 +33,10 @@ def run(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[str,
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     origin = tmp_path_factory.mktemp("checked") / "origin"
-    origin.mkdir()
-    assert kbuild(origin, "init", str(origin)).exit_code == 0
-    (origin / "Kbuildfile.py").write_text(KBUILDFILE)
-    (origin / "glossary-prompt.md").write_text("# Glossary")
-    (origin / "payments.md").write_text(PAYMENTS)
-    assert kbuild(origin, "add", "shop", "payments.md").exit_code == 0
-    assert kbuild(origin).exit_code == 0
+    shop(origin)
     result = kbuild(origin, "check", "--record")
     assert result.exit_code == 0, result.output
-    git(origin, "init", "-q")
-    git(origin, "add", "-A")
-    git(origin, "commit", "-qm", "store")
-    return origin
+    return committed(origin)
 
 
 @pytest.fixture
