@@ -12,6 +12,7 @@ checkout wrote within its index's own second (racily clean, to git), as a CI run
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -46,7 +47,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     r = measure(args.facts, args.runs)
-    print(f"{r['facts']} facts, {r['files']} files; cold build {r['cold_s']:.1f} s; kbuild check --full "
+    print(f"{r['facts']} facts, {r['queries']} queries, {r['files']} files; cold build {r['cold_s']:.1f} s; kbuild check --full "
           f"{r['check_s']:.2f} s (fresh process, no .kbuild/); kbuild check with kbuild.checked {r['recorded_s']:.3f} s; "
           f"git status {r['git_s']:.3f} s; ratios {r['check_s'] / r['git_s']:.0f}x and {r['recorded_s'] / r['git_s']:.1f}x; "
           f"the first git status in a fresh clone {r['first_git_s']:.3f} s (median of {args.runs})")
@@ -73,6 +74,7 @@ def measure(wanted_facts: int, runs: int) -> dict[str, float]:
         run([*kbuild], root)
         cold = time.perf_counter() - t0
         facts = sum(1 for p in (root / "kb").rglob("*.md") if p.read_text().startswith("Source: "))
+        queries = len(json.loads((root / "kbuild.lock").read_bytes())["queries"])
         run([*kbuild, "check", "--record"], root)
         for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                     ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "store"]):
@@ -92,7 +94,7 @@ def measure(wanted_facts: int, runs: int) -> dict[str, float]:
                 subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
                 firsts.append(run(["git", "status", "--porcelain"], clone))
         files = sum(1 for p in root.rglob("*") if p.is_file() and ".git/" not in p.as_posix())
-        return {"facts": facts, "files": files, "cold_s": cold, "check_s": statistics.median(checks),
+        return {"facts": facts, "queries": queries, "files": files, "cold_s": cold, "check_s": statistics.median(checks),
                 "recorded_s": statistics.median(recorded), "first_git_s": statistics.median(firsts), "git_s": statistics.median(gits)}
 
 
