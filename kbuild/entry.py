@@ -35,8 +35,11 @@ def answered(args: list[str]) -> bool:
     if args[:1] == ["check"] and args[1:] in ([], ["--strict"]):
         from . import checked  # each path imports only its own module: uptodate's json is 6 ms
 
-        folder = kbuildfile_folder(os.getcwd())
-        if folder is None or not checked.holds(folder, __version__, strict=len(args) > 1):
+        folder, strict = kbuildfile_folder(os.getcwd()), len(args) > 1
+        if folder is None:
+            return False
+        if not checked.holds(folder, __version__, strict):
+            checked.refused = (folder, strict)  # the whole check follows, which need not look again
             return False
         print(checked.PASSED)
         return True

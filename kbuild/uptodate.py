@@ -72,8 +72,19 @@ def code_stats(root: Path, extra: list[Path]) -> dict[str, Stat] | None:
     (the rules' prompt files), taken now: before a rule reads them, so an edit made during the
     build shows as a change next time. None when one changed too recently to trust its stat."""
     package, top = os.path.dirname(os.path.realpath(__file__)), os.path.realpath(root)
-    # Each folder resolved once, not each of the hundreds of modules' paths (Path.resolve
-    # walks every component of each); a file that is itself a symlink is still resolved whole.
+    chosen = sorted(p for p in loaded_modules() if _inside(p, package) or _inside(p, top))
+    chosen += sorted(os.path.realpath(p) for p in extra)
+    stats = {p: s for p in chosen if (s := stat_of(p)) is not None}
+    now = time.time_ns()
+    if any(now - s[1] < RACY_NS for s in stats.values()):
+        return None
+    return stats
+
+
+def loaded_modules() -> set[str]:
+    """The real path of every Python file loaded as a module in this process. Each folder is
+    resolved once, not each of the hundreds of modules' paths (Path.resolve walks every
+    component of each); a file that is itself a symlink is still resolved whole."""
     folders: dict[str, str] = {}
     paths = set()
     for module in list(sys.modules.values()):
@@ -82,13 +93,7 @@ def code_stats(root: Path, extra: list[Path]) -> dict[str, Stat] | None:
             if folder not in folders:
                 folders[folder] = os.path.realpath(folder)
             paths.add(os.path.realpath(file) if os.path.islink(file) else os.path.join(folders[folder], name))
-    chosen = sorted(p for p in paths if _inside(p, package) or _inside(p, top))
-    chosen += sorted(os.path.realpath(p) for p in extra)
-    stats = {p: s for p in chosen if (s := stat_of(p)) is not None}
-    now = time.time_ns()
-    if any(now - s[1] < RACY_NS for s in stats.values()):
-        return None
-    return stats
+    return paths
 
 
 def _inside(path: str, folder: str) -> bool:

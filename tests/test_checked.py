@@ -185,3 +185,17 @@ def test_code_is_named_by_its_package_or_its_place_in_the_project(tmp_path):
     # a library: installed elsewhere, or in a virtual environment inside the project
     assert checked.code_place("/site/pydantic/main.py", root, packages) is None
     assert checked.code_place(f"{root}/.venv/lib/python3.11/site-packages/yaml/main.py", root, packages) is None
+
+
+def test_a_record_the_entry_found_stale_is_not_verified_again_by_the_command_line(clone, monkeypatch, full_checks):
+    from kbuild import entry
+
+    hand_edit(clone)
+    looked: list[str] = []
+    real = checked._holds
+    monkeypatch.setattr(checked, "_holds", lambda *args: looked.append(args[0]) or real(*args))
+    monkeypatch.chdir(clone)
+    assert not entry.answered(["check"]) and looked == [os.path.realpath(clone)]
+    assert kbuild(clone, "check").exit_code == 1 and full_checks == [1]
+    assert len(looked) == 1 and checked.refused is None  # the command line took the entry's word, once
+    assert kbuild(clone, "check").exit_code == 1 and len(looked) == 2
