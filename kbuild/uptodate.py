@@ -68,11 +68,14 @@ def environment_digest() -> str:
 
 
 def code_stats(root: Path, extra: list[Path]) -> dict[str, Stat] | None:
-    """The stat of every module loaded from under `root` or from kbuild itself, and of `extra`
+    """The stat of every module loaded from under `root` or from kbuild's packages, and of `extra`
     (the rules' prompt files), taken now: before a rule reads them, so an edit made during the
     build shows as a change next time. None when one changed too recently to trust its stat."""
-    package, top = os.path.dirname(os.path.realpath(__file__)), os.path.realpath(root)
-    chosen = sorted(p for p in loaded_modules() if _inside(p, package) or _inside(p, top))
+    from .checked import loaded_packages  # kbuild's packages wherever installed: an editable
+    # install puts kbuild.rules in the checkout's rules/, apart from kbuild/
+
+    folders = [os.path.realpath(root), *loaded_packages().values()]
+    chosen = sorted(p for p in loaded_modules() if any(_inside(p, folder) for folder in folders))
     chosen += sorted(os.path.realpath(p) for p in extra)
     stats = {p: s for p in chosen if (s := stat_of(p)) is not None}
     now = time.time_ns()

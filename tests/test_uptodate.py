@@ -170,3 +170,25 @@ def test_the_code_a_build_ran_is_known_by_its_real_paths(tmp_path, monkeypatch):
     assert str((tmp_path / "project" / "real" / "my_rules.py").resolve()) in stats
     assert not any("not_ours" in p for p in stats)
     assert str(Path(uptodate.__file__).resolve()) in stats
+
+
+def test_a_kbuild_package_installed_apart_from_kbuild_is_code_too(tmp_path, monkeypatch):
+    """An editable install puts kbuild.rules in the checkout's rules/, not beside kbuild/: an
+    edit of a rule there must not leave `kbuild` saying "nothing to do"."""
+    import sys
+    import types
+
+    folder = tmp_path / "checkout" / "rules"
+    folder.mkdir(parents=True)
+    for name in ("__init__.py", "facts.py"):
+        (folder / name).write_text("X = 1\n")
+    package = types.ModuleType("kbuild.apart")
+    package.__path__, package.__file__ = [str(folder)], str(folder / "__init__.py")
+    module = types.ModuleType("kbuild.apart.facts")
+    module.__file__ = str(folder / "facts.py")
+    monkeypatch.setitem(sys.modules, "kbuild.apart", package)
+    monkeypatch.setitem(sys.modules, "kbuild.apart.facts", module)
+    monkeypatch.setattr(uptodate, "RACY_NS", 0)
+    (tmp_path / "project").mkdir()
+    stats = uptodate.code_stats(tmp_path / "project", [])
+    assert stats is not None and str((folder / "facts.py").resolve()) in stats
