@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
 from pathlib import Path
@@ -31,7 +32,10 @@ before_build = kb.before_build
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """A virtual environment with kbuild installed from its wheel. The dependencies come from the
-    test environment (system site packages), kbuild itself only from the wheel."""
+    test environment, kbuild itself only from the wheel. The test environment may be a virtual
+    environment itself (a user's), whose packages are not the system's: its site-packages are named
+    in a .pth file, after the new environment's own (so the wheel's kbuild is found first, and an
+    editable kbuild of the test environment, whose finder only its own .pth files install, never)."""
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out),
                     str(REPO)], check=True, cwd=out)
@@ -39,6 +43,10 @@ def installed(tmp_path_factory) -> Path:
     env = out / "venv"
     venv.create(env, system_site_packages=True, with_pip=False)
     python = env / "bin/python"
+    own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    tested = dict.fromkeys(sysconfig.get_paths()[kind] for kind in ("purelib", "platlib"))
+    (Path(own) / "test-environment.pth").write_text("".join(f"{path}\n" for path in tested))
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
                     "--force-reinstall", str(wheel)], check=True, cwd=out)
     return env
