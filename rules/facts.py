@@ -15,18 +15,18 @@ from typing import Any
 
 from kbuild import notes, slicing
 from kbuild.checks.grounding import triage, unsupported
-from kbuild.checks.links import broken_links_in, links_in
+from kbuild.checks.links import links_in
 from kbuild.checks.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.model.offline import clean, prose_sentences
 from kbuild.slicing import Chunk, Region, fact_names, region_texts
 from kbuild.store import pages
 from kbuild.store.layout import link
-from kbuild.store.links import needs_sources, rewrite_source_links, without_links
-from kbuild.text.markdown import ATX_HEADING, UNDERLINE, visible_text
+from kbuild.store.links import needs_sources, rewrite_source_links
+from kbuild.text.markdown import ATX_HEADING, UNDERLINE, visible_text, without_page_markers
 
 from .cutoffs import same_meaning
-from .guard import plain_text_failures, unsupported_claims, write_grounded
+from .guard import PLAIN_TEXT, foreign_names, model_markdown, plain_text, plain_text_failures, unsupported_claims, write_grounded
 from .pages import write_page
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
@@ -89,22 +89,18 @@ def context_before(text: str, chars: int = PREVIOUS_CHARS) -> str:
     return tail[tail.find(" ") + 1:]
 
 
-HTML_TAG = re.compile(r"</?([a-zA-Z][a-zA-Z0-9-]*)(?=[\s/>])")  # a tag opens with its name: `x < y` is no tag
-
-
-def lost_facts(span: str, got: Reading) -> list[str]:
-    """What a reading lost: the chunk's numbers and requirement keywords that its rewrite does
-    not keep, and a summary with no words in it. A reply of "..." says nothing and is refused."""
+def lost_facts(span: str, rewrite: str, summary: str) -> list[str]:
+    """What a reading (cleaned by code: guard.model_markdown, guard.plain_text) lost or added:
+    the chunk's numbers and requirement keywords that its rewrite does not keep, a summary with
+    no words in it, and addresses, quoted markup or instructions the chunk does not hold."""
     failures = []
     said = clean(span)  # the part's words, not its markup (page markers, link targets, list numbers)
-    missing = unsupported(said, [got.rewrite]) if any(ch.isalnum() for ch in said) else []
+    missing = unsupported(said, [rewrite]) if any(ch.isalnum() for ch in said) else []
     numbers_and_keywords = [m for m in missing if not m.startswith(("`", "\""))]
     if numbers_and_keywords:
         failures.append(f"the rewrite leaves out {', '.join(numbers_and_keywords[:8])}, which the part states")
-    failures += [f"the summary {problem}" for problem in plain_text_failures(got.summary, span)]
-    tags = set(HTML_TAG.findall(got.rewrite)) - set(HTML_TAG.findall(span))
-    if tags or "javascript:" in got.rewrite.lower():
-        failures.append("the rewrite holds HTML or a script the part does not; write Markdown")
+    failures += [f"the rewrite {problem}" for problem in foreign_names(rewrite, span)]
+    failures += [f"the summary {problem}" for problem in plain_text_failures(summary, span)]
     return failures
 
 
@@ -323,7 +319,7 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
 
 @model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
             uses=(place_quotes, prose_sentences, redact, "kbuild.checks.secret_kinds", lost_facts, clean,
-                  plain_text_failures, without_links, "kbuild.checks.links", "kbuild.checks.grounding"),
+                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", without_page_markers),
             returns=Reading)
 async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
     """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
@@ -334,21 +330,28 @@ async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading
     page = ctx.root / store.fact(project, source, slug)
     framing = " ".join([c.title, *c.headings])
 
+    def cleaned(got: dict[str, Any]) -> tuple[str, str]:
+        """The reply's rewrite and summary, cleaned by code of the markup and links they may
+        not carry (a summary stands in indexes at every depth of the store: a link's words only)."""
+        return (model_markdown(got["rewrite"], page, ctx.root / store.root, repeats=links_in(c.text)),
+                plain_text(got["summary"]))
+
     def guardrail(got: dict[str, Any]) -> list[str]:  # before the answer is taken: a reply that fails is asked again
-        answer = Reading(rewrite=got["rewrite"], summary=got["summary"], picks={})
-        links = broken_links_in(answer.rewrite, page, ctx.root / store.root, repeats=links_in(c.text))
-        refused = triage(answer.rewrite, [c.text, *c.figures.values()], framing).refused
-        return ([f"the rewrite {problem}" for problem in links] + lost_facts(c.text, answer)
+        rewritten, summary = cleaned(got)
+        refused = triage(rewritten, [c.text, *c.figures.values()], framing).refused
+        return (lost_facts(c.text, rewritten, summary)
                 + [f"the rewrite's \"{sentence[:60]}\" {why}" for sentence, why in refused])
 
-    got = await ctx.settings.backend.read_chunk(ctx, c.text, c.headings, c.title, c.figures, c.previous,
-                                                {v: VIEW_PURPOSE[v] for v in views}, PICKS_PER_CHUNK, check=guardrail)
+    # The model reads the chunk's words: the page markers kbuild writes into text.md are kbuild's own.
+    got = await ctx.settings.backend.read_chunk(ctx, without_page_markers(c.text), c.headings, c.title, c.figures,
+                                                c.previous, {v: VIEW_PURPOSE[v] for v in views}, PICKS_PER_CHUNK,
+                                                check=guardrail)
     failures = guardrail(got)
     if failures:
         raise Problem(f"{project}/{source}/{slug}: {'; '.join(failures)}")
     sentences = prose_sentences(c.text)
-    # A summary stands in indexes at every depth of the store: it keeps a link's words only.
-    return Reading(rewrite=redact(got["rewrite"]), summary=redact(without_links(got["summary"])),
+    rewritten, summary = cleaned(got)
+    return Reading(rewrite=redact(rewritten), summary=redact(summary),
                    picks={v: place_quotes(got["picks"].get(v, []), sentences) for v in views})
 
 
@@ -365,7 +368,7 @@ async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> s
 
 
 @model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", place_of))
+            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", place_of, without_page_markers))
 async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
@@ -374,7 +377,8 @@ async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     path = store.fact(project, source, slug)
     original = link(path, store.original(project, source, Path(doc.original).suffix))
     page = pages.FactPage(original_name=doc.original, original_link=original, pages=place.pages, start=place.start,
-                          end=place.end, covers=place.covers, original=c.text, rewritten=rewritten.strip(),
+                          end=place.end, covers=place.covers, original=without_page_markers(c.text),
+                          rewritten=rewritten.strip(),
                           label=ctx.settings.label, title=doc.title).render()
     framing = " ".join([c.title, *c.headings])
     await write_grounded(ctx, path, page, [(rewritten, [c.text, *c.figures.values()])], framing, code=doc.code)

@@ -1,37 +1,107 @@
-"""The grounding guardrail, shared by every rule that writes statements: check before writing."""
+"""The guardrails of what a model writes, shared by every rule that writes it: clean by code what
+code can clean, refuse what it cannot, ground the rest, and only then write.
+
+A model copies its source's links and markup, and a document may tell it to add its own. Both
+are cleaned by the same code that cleans a source (kbuild.convert.markdown): the words stay, the
+markup goes, and the page is built. What cleaning cannot make safe, because the words are the
+harm (an address, code or an instruction its sources do not hold, a number or name they lack),
+fails the page, whose previous version stays.
+"""
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable, Collection
+from pathlib import Path
 
 from kbuild.checks.grounding import Doubt, triage
+from kbuild.checks.injection import find_injections
+from kbuild.checks.links import link_targets
+from kbuild.convert.markdown import clean_markdown
 from kbuild.engine import Context, Problem, hash_bytes
+from kbuild.store.links import without_links
+from kbuild.text.inline import plain_words
+from kbuild.text.markdown import TAG_LIKE
 
 from .pages import write_page
 
 
-MARKUP = re.compile(r"<[a-zA-Z/!?][^>]*>|\]\(|javascript:|data:text", re.I)
-CODE_SPAN = re.compile(r"(`+)(?=\S).*?(?<=\S)\1")  # `f[T](x)` and `x < y` are code, shown as code
-URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)\]>\"']+", re.I)
+CODE_SPAN = re.compile(r"(`+)(?=\S)(.*?)(?<=\S)\1")  # `f[T](x)` and `x < y` are code, shown as code
+URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)\]>\"'`]+", re.I)
 PLAIN_CHARS = 1200  # a summary or an abstract: a few sentences
+# The code that cleans a model's text: part of the fingerprint of each rule that uses it
+MARKDOWN_CLEANING = ("kbuild.convert.markdown", "kbuild.convert.html", "kbuild.text.inline", "kbuild.text.markdown")
 
 
-def plain_text_failures(text: str, sources: str, limit: int = PLAIN_CHARS) -> list[str]:
-    """What is wrong with a model's text that stands in an index line or at the head of a page:
-    it must be a few plain sentences. Words, not a placeholder ("...", a single word); no link,
-    HTML or script (a document may tell a model to write them); no address its sources do not
-    hold; no more than `limit` characters."""
+def plain_text(text: str, limit: int = PLAIN_CHARS) -> str:
+    """A model's text for an index line or the head of a page, made plain by code: HTML as its
+    Markdown meaning (a tag it cannot render, `<script>`, quoted as code), links and images as
+    their words, entities decoded, one line of at most `limit` characters (cut after a sentence,
+    else a word). Markup a model copies from its source, or adds, costs the page nothing: its
+    words are kept and what is left is checked (plain_text_failures)."""
+    words = plain_words(clean_markdown(text))
+    if len(words) <= limit:
+        return words
+    cut = max(words.rfind(". ", 0, limit), words.rfind("? ", 0, limit), words.rfind("! ", 0, limit))
+    return words[:cut + 1] if cut > limit // 3 else words[:limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def plain_text_failures(text: str, sources: str) -> list[str]:
+    """What code cannot clean in a model's plain text (as plain_text made it), measured against
+    the text it was written from: a placeholder ("...", one word) where its sources say more;
+    an address, quoted code or an instruction to a model that its sources do not hold (a
+    document may tell a model to write them)."""
     failures = []
     words = re.findall(r"[^\W\d_]{2,}", text)
     if len(words) < min(2, len(re.findall(r"[^\W\d_]{2,}", sources))):
         failures.append("says nothing (a placeholder or a single word); write what its sources state")
-    if len(text) > limit:
-        failures.append(f"is {len(text)} characters long; write at most {limit}")
-    if MARKUP.search(CODE_SPAN.sub("", text)):
-        failures.append("holds a link, HTML or a script; write plain sentences")
-    for url in dict.fromkeys(URL.findall(text)):
-        if url.rstrip(".,;:") not in sources:
-            failures.append(f"names {url}, which its sources do not")
+    failures += foreign_names(text, sources)
     return failures
+
+
+def plain_reply_check(sources: str) -> Callable[[str], list[str]]:
+    """The check a backend runs on a reply for a plain text before it takes it (a reply that
+    fails is asked again, with the failures)."""
+    return lambda text: plain_text_failures(plain_text(text), sources)
+
+
+def checked_plain_text(text: str, sources: str, where: str) -> str:
+    """A reply made plain (plain_text), or a Problem naming what code could not clean."""
+    plain = plain_text(text)
+    failures = plain_text_failures(plain, sources)
+    if failures:
+        raise Problem(f"{where}: the text {'; '.join(failures)}")
+    return plain
+
+
+def foreign_names(text: str, sources: str) -> list[str]:
+    """The addresses, quoted markup and instructions to a model in `text` that `sources` lack:
+    what no cleaning can make safe, since the words themselves are the harm. (Markup a model
+    adds is quoted as code by the cleaning: `<script>` stays only where its sources quote it.)"""
+    failures = [f"names {url}, which its sources do not" for url in dict.fromkeys(URL.findall(text))
+                if url.rstrip(".,;:") not in sources]
+    flat = " ".join(sources.split())
+    failures += [f"quotes `{code}`, which its sources do not" for _, code in CODE_SPAN.findall(text)
+                 if TAG_LIKE.search(code) and " ".join(code.split()) not in flat]
+    held = set(find_injections(sources))
+    failures += [f"holds {what}, which its sources do not" for what in find_injections(text) if what not in held]
+    return failures
+
+
+# What decides a plain text: in the `uses` of each rule that writes one
+PLAIN_TEXT = (plain_text, plain_text_failures, plain_reply_check, checked_plain_text, foreign_names, *MARKDOWN_CLEANING,
+              "kbuild.checks.injection")
+
+
+def model_markdown(text: str, page: Path, store_root: Path, repeats: Collection[str] = ()) -> str:
+    """A model's Markdown for a page at `page`, made clean by code: HTML as its Markdown meaning
+    (a tag it cannot render quoted as code), links to anchors or that run code as their words,
+    and so are links that lead to no file of the store or outside it (but those of its source's
+    words, `repeats`, and the web links they quote)."""
+    cleaned = clean_markdown(text.replace("\r\n", "\n"))
+    dangling = {target for target, resolved in link_targets(cleaned, page, store_root, repeats=repeats)
+                if resolved is None or not os.path.exists(resolved)}
+    return without_links(cleaned, dangling) if dangling else cleaned
 
 
 async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:

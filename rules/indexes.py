@@ -16,7 +16,7 @@ from kbuild.store.pages import pages_phrase
 from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks, fact
 from .failures import built, complete
-from .guard import plain_text_failures
+from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
 from .pages import write_page
 from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
@@ -99,7 +99,7 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
     return SourceIndex(title=doc.title, summary=summary, facts=made)
 
 
-@model_rule("abstract", version=1, uses=(complete, plain_text_failures), cutoff=same_meaning)
+@model_rule("abstract", version=1, uses=(complete, *PLAIN_TEXT), cutoff=same_meaning)
 async def abstract(ctx: Context, project: str) -> str:
     outline = await ctx.query(project_outline(project))
     indexes = complete(ctx, await ctx.query_all([source_index(project, s) for s in outline.sources],
@@ -109,8 +109,9 @@ async def abstract(ctx: Context, project: str) -> str:
         return "No sources yet."
     if not summaries:
         raise Problem(f"{project}: no source of it has a summary yet")
-    return await ctx.settings.backend.abstract(ctx, outline.title, summaries,
-                                               check=lambda text: plain_text_failures(text, "\n".join(summaries)))
+    sources = "\n".join(summaries)
+    written = await ctx.settings.backend.abstract(ctx, outline.title, summaries, check=plain_reply_check(sources))
+    return checked_plain_text(written, sources, f"{project}: the abstract")
 
 
 @rule(version=2, uses=(complete, built), settings=("store",), returns=Made)

@@ -20,7 +20,7 @@ from kbuild.topic import Candidate, Passage, passages, rank
 from .cutoffs import same_section
 from .facts import VIEW_PURPOSE, chunk, fact, reading
 from .failures import complete
-from .guard import plain_text_failures, unsupported_claims
+from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
 from .pages import write_page
 from .settings import model_rule
 from .sources import listing
@@ -65,7 +65,7 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
 
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
-            uses=(assemble_section, unsupported_claims, plain_text_failures, group_of, heading_of, prose_sentences,
+            uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
                   "kbuild.checks.grounding", "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
@@ -98,11 +98,12 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
     title = (await ctx.query(fact_groups(origin, source))).title
     said = {ref: " ".join(sentences) for ref, sentences in by_fact.items()}
 
-    def grounded(statements: list[dict[str, Any]]) -> list[str]:
-        """The code checks: each statement cites a fact of this section, and says no number,
+    def grounded(written: list[dict[str, Any]]) -> list[str]:
+        """The code checks, on the statements made plain (a link or markup a model copied costs
+        nothing but its marks): each statement cites a fact of this section, and says no number,
         requirement keyword, code name or quoted term that its cited sentences do not."""
         failures = []
-        for st in statements:
+        for st in [{**st, "text": plain_text(st["text"])} for st in written]:
             if not st["cites"] or not set(st["cites"]) <= set(said):
                 failures.append(f"\"{st['text'][:60]}\" cites no fact of this section")
                 continue
@@ -114,7 +115,7 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
         return failures
 
     written = await ctx.settings.backend.write_section(ctx, "requested", request.about, title, facts, grounded)
-    statements = [{**st, "text": redact(st["text"])} for st in written]
+    statements = [{**st, "text": redact(plain_text(st["text"]))} for st in written]
     failures = grounded(statements)
     if failures:
         raise Problem(f"{project}/views/{view}, section {title}: {'; '.join(failures)}")

@@ -78,7 +78,8 @@ def test_instructions_inside_a_document_change_nothing_but_its_own_fact(tmp_path
     created = files(tmp_path) - before
     assert not (tmp_path / ".github").exists() and not (tmp_path.parent / ".github").exists()
     assert all(path.startswith("kb/") or path == "kbuild.lock" for path in created), created
-    assert result.exit_code == 1 and "links outside the store" in result.output  # the hostile rewrite failed
+    # the link was cleaned to its words by code; the number the document asked for is its own harm
+    assert result.exit_code == 1 and "the rewrite leaves out 90" in result.output, result.output
     assert (tmp_path / "kb/p/facts/hours/hours.md").exists()  # the other source was built
     assert "1 day" not in (tmp_path / "kb/p/facts/hours/hours.md").read_text()
 
@@ -587,7 +588,8 @@ def test_every_text_a_model_writes_passes_the_guardrails_not_only_facts_and_view
         (tmp_path / "b.md").write_text("# Beta\n\nThe beta service sends invoices by mail.\n")
         result = kbuild(tmp_path)
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "holds a link, HTML or a script" in result.output
+    # links and the script are cleaned to words by code; an address the sources lack cannot be
+    assert "names http://evil.example/steal, which its sources do not" in result.output, result.output
     pages = "\n".join(p.read_text() for p in (tmp_path / "kb").rglob("*.md") if "/raw/" not in p.as_posix())
     for bad in ("evil.example", "/etc/passwd", "<script>", "javascript:"):
         assert bad not in pages, bad

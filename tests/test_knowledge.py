@@ -17,6 +17,7 @@ from conftest import kbuild
 from documents import three_page_pdf
 
 from kbuild.checks.links import broken_links
+from kbuild.text.markdown import PAGE_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,7 +74,9 @@ def assert_all_links_resolve(root: Path) -> None:
 
 
 def assert_originals_match_text(root: Path) -> int:
-    """Every fact's Original is byte for byte its span of text.md; returns the facts checked."""
+    """Every fact's Original is byte for byte its span of text.md, but for the page markers of a
+    paged document's text.md (kbuild's own, which a fact page shows as "pages 3 to 4" in its
+    first line); returns the facts checked."""
     checked = 0
     for page in (root / "kb").rglob("*.md"):
         body = page.read_text()
@@ -82,7 +85,7 @@ def assert_originals_match_text(root: Path) -> int:
         start, end = map(int, re.search(r"text\.md\]\(text\.md\) lines (\d+) to (\d+)\.", body).groups())
         original = body.split("\n## Original\n\n", 1)[1].rsplit("\n## Rewritten\n\n", 1)[0]
         lines = (page.parent / "text.md").read_text().splitlines(keepends=True)
-        assert original == "".join(lines[start - 1:end]), page
+        assert original == "".join(line for line in lines[start - 1:end] if not PAGE_MARKER.match(line)), page
         checked += 1
     return checked
 
@@ -418,8 +421,14 @@ def test_a_documents_header_of_fields_is_not_summarised_as_prose_and_email_addre
     assert clean("Note: this one line is prose.", prose_only=True) == "Note: this one line is prose."
 
 
-def test_code_in_a_summary_is_not_markup():
-    from kbuild.rules.guard import plain_text_failures
+def test_code_in_a_summary_is_not_markup_and_markup_is_cleaned_to_its_words():
+    from kbuild.rules.guard import plain_text, plain_text_failures
 
+    assert plain_text("Use `TypeForm[T](x)` when `x < y` holds.") == "Use `TypeForm[T](x)` when `x < y` holds."
     assert plain_text_failures("Use `TypeForm[T](x)` when `x < y` holds.", "TypeForm x y holds") == []
-    assert plain_text_failures("Click <a href=x>here</a> now.", "Click here now") != []
+    assert plain_text("Click <a href=x>here</a> now.") == "Click here now."
+    # markup the sources do not quote is shown as code, and refused; quoted by them, it stands
+    assert plain_text("Run <script>alert(1)</script> now.") == "Run `<script>`alert(1)`</script>` now."
+    assert plain_text_failures(plain_text("Run <script>alert(1)</script> now."), "Run it now") == [
+        "quotes `<script>`, which its sources do not", "quotes `</script>`, which its sources do not"]
+    assert plain_text_failures("Never echo `<script>` back.", "Never echo `<script>` back, the sheet says.") == []

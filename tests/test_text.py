@@ -45,7 +45,7 @@ def test_list_items_and_page_markers():
 
 def test_a_table_keeps_each_cell_in_its_column():
     assert markdown_table([["Name", "Note"], ["a|b", "two\nlines"], ["", None], ["short"]]) == (
-        "| Name | Note |\n|---|---|\n| a\\|b | two<br>lines |\n| short |  |")
+        "| Name | Note |\n|---|---|\n| a\\|b | two lines |\n| short |  |")
     assert markdown_table([[None, ""]]) == ""
 
 

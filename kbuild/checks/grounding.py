@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 
 from kbuild.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
-from kbuild.model.offline import MD_LINK, STOPWORDS
+from kbuild.model.offline import STOPWORDS
+from kbuild.store.links import without_links
 from kbuild.text.keywords import KEYWORD
 from kbuild.text.markdown import ATX_MARK as HEADING
 from kbuild.text.ranking import tokens
@@ -94,7 +95,7 @@ def sentences_of(text: str) -> list[str]:
     letter), a link's words without its target (links have a guardrail of their own). A fenced
     block is one statement, its body as it stands."""
     blocks = [m.group(2).strip() for m in FENCE.finditer(text)]
-    plain = HEADING.sub("", MD_LINK.sub(r"\1", FENCE.sub("\n\n", text)))
+    plain = HEADING.sub("", without_links(FENCE.sub("\n\n", text)))  # code holds no links: `f['a'](0)` is code
     return [s for s in split_sentences(plain) if any(ch.isalnum() for ch in s)] + [b for b in blocks if b]
 
 

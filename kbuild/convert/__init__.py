@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 
 from . import limits
-from .markup import markdown_without_html, plain_letters
 from .formats import PAGED, UNSUPPORTED, extension, sniff, text_kind
 from .limits import FIGURE_DPI, MAX_PAGES, MAX_SOURCE_BYTES, PAGE_DPI
+from .markdown import clean_markdown
 from .model import ConversionError, Converted, Figure
+from .text import plain_letters
 
 __all__ = [
     "ConversionError",
@@ -42,7 +43,7 @@ def convert(data: bytes, filename: str) -> Converted:
     converted = _convert(data, filename)
     text = plain_letters(converted.text) if converted.kind != "code" else converted.text
     if converted.kind == "markdown":
-        text = markdown_without_html(text)
+        text = clean_markdown(text)
     return dataclasses.replace(converted, text=text) if text != converted.text else converted
 
 
@@ -61,6 +62,12 @@ def _convert(data: bytes, filename: str) -> Converted:
             f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF "
             "(or Markdown) and use that file instead"
         )
+    if ext in ("xml", "rss", "atom"):
+        from .feed import convert_feed
+
+        feed = convert_feed(data)
+        if feed is not None:
+            return feed  # any other XML is read as code
     if ext == "jsonl":
         from .transcript import convert_transcript
 

@@ -1,8 +1,14 @@
 """HTML to readable Markdown with the standard library's tokenizer.
 
 Only what helps a reader survives: headings, paragraphs, lists, quotes, code
-blocks, tables, links and emphasis. Scripts, styles, forms' chrome and the
-<head> (apart from its title) are dropped. Line numbers are not kept.
+blocks, tables, links and emphasis. Scripts, styles, navigation, forms' chrome and
+the <head> (apart from its title) are dropped; a page with a <main> (or an
+<article>) keeps that alone, not the site around it. Line numbers are not kept.
+Text is escaped so that it stays text: `&lt;script&gt;` in a page is the words
+"<script>", which text.md shows as code, never as a tag.
+
+The same code renders the HTML a Markdown document holds (`fragment`): there the
+words between tags may be Markdown, so only what would read as a tag is escaped.
 """
 from __future__ import annotations
 
@@ -10,13 +16,21 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from ..text.markdown import markdown_table
+from ..text.markdown import escape_text, markdown_table, quoted_tags
 from .model import Converted
 from .text import decode
 
 # Their content is never prose.
 _SKIP = {"script", "style", "noscript", "template", "svg", "math", "canvas", "iframe",
-         "object", "select", "button"}
+         "object", "select", "button", "nav"}
+# A site's chrome around the content, by the role or the class a page gives it: menus, tables of
+# contents, edit links, language lists. The words a class is made of are compared ("vector-menu",
+# "mw-editsection"), not substrings, so that "menubar" or "tocopherol" are not chrome.
+_CHROME_ROLES = {"navigation", "banner", "contentinfo", "search", "menu", "menubar", "toolbar"}
+_CHROME_WORDS = {"nav", "navbar", "navbox", "navigation", "menu", "dropdown", "sidebar", "toc", "breadcrumb",
+                 "breadcrumbs", "noprint", "editsection", "portlet", "catlinks", "skip", "pagination", "footer",
+                 "langlinks", "interlanguage", "printfooter", "sitesub", "jump"}
+_CLASS_WORD = re.compile(r"[A-Za-z]+")
 # Tags that end the current paragraph; content after them starts a new block.
 _BLOCK = {"p", "div", "section", "article", "header", "footer", "main", "aside", "nav",
           "figure", "figcaption", "address", "dl", "dt", "dd", "form", "fieldset", "legend",
@@ -28,14 +42,44 @@ _SPACE = re.compile(r"[ \t\n\r\f\v]+")
 
 
 @dataclass
+class _Cell:
+    text: str
+    rows: int  # rowspan
+    columns: int  # colspan
+
+
+@dataclass
 class _Table:
-    rows: list[list[str]] = field(default_factory=list)
+    rows: list[list[_Cell]] = field(default_factory=list)
     cell: list[str] | None = None  # inline parts of the open cell
+    spans: tuple[int, int] = (1, 1)  # the open cell's rowspan and colspan
+
+    def grid(self) -> list[list[str]]:
+        """The rows as a grid: a cell that spans rows or columns stands in each place it covers,
+        as a reader of that row sees it ("2025" beside each of its months)."""
+        grid: list[list[str]] = []
+        below: dict[tuple[int, int], str] = {}  # (row, column) -> the words of a cell spanning into it
+        for r, row in enumerate(self.rows):
+            line: list[str] = []
+            for cell in row:
+                while (r, len(line)) in below:
+                    line.append(below.pop((r, len(line))))
+                for _ in range(min(cell.columns, 100)):
+                    for down in range(1, min(cell.rows, 1000)):
+                        below[(r + down, len(line))] = cell.text
+                    line.append(cell.text)
+            while (r, len(line)) in below:
+                line.append(below.pop((r, len(line))))
+            grid.append(line)
+        return grid
 
 
 class _ToMarkdown(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, fragment: bool = False, scope: str | None = None) -> None:
         super().__init__(convert_charrefs=True)
+        self.fragment = fragment
+        self.scope = scope  # "main" or "article": only what stands inside it is the page's content
+        self.scope_depth = 0
         # (markdown, is a list item, starts a list, blockquote depth)
         self.blocks: list[tuple[str, bool, bool, int]] = []
         self.new_list = False  # the next item starts a list, so it is not joined tightly
@@ -63,7 +107,12 @@ class _ToMarkdown(HTMLParser):
         if tag == "title":
             self.title = []
             return
-        if tag in _SKIP:
+        if self.scope is not None:
+            if _in_scope(tag, attrs, self.scope) or (self.scope_depth and tag == _scope_tag(self.scope, tag)):
+                self.scope_depth += 1
+            if not self.scope_depth:
+                return
+        if tag in _SKIP or (not self.fragment and _is_chrome(attrs)):
             self.skip_tag, self.skip_depth = tag, 1
             return
         if tag in _HEADINGS:
@@ -96,7 +145,7 @@ class _ToMarkdown(HTMLParser):
         elif tag == "img":
             alt = (dict(attrs).get("alt") or "").strip()
             if alt:
-                self.inline.append(f"[image: {_SPACE.sub(' ', alt)}]")
+                self.inline.append(self._escaped(_SPACE.sub(" ", alt)))
         elif tag == "table":
             self._flush()
             self.tables.append(_Table())
@@ -109,6 +158,7 @@ class _ToMarkdown(HTMLParser):
             if not table.rows:
                 table.rows.append([])
             table.cell = []
+            table.spans = (_span(attrs, "rowspan"), _span(attrs, "colspan"))
             self.inline = table.cell
         elif tag in ("a", "b", "strong", "i", "em", "code", "kbd", "samp", "tt"):
             href = dict(attrs).get("href") or ""
@@ -125,6 +175,11 @@ class _ToMarkdown(HTMLParser):
             self.title_text = _SPACE.sub(" ", "".join(self.title)).strip()
             self.title = None
             return
+        if self.scope is not None:
+            if not self.scope_depth:
+                return
+            if tag == _scope_tag(self.scope, tag):
+                self.scope_depth -= 1
         if tag in _HEADINGS:
             self._flush()
             self.heading = None
@@ -146,10 +201,11 @@ class _ToMarkdown(HTMLParser):
             self._close_cell()
             table = self.tables.pop()
             self.inline = self.tables[-1].cell if self.tables and self.tables[-1].cell is not None else []
-            markdown = markdown_table(table.rows)
+            rows = table.grid()
+            markdown = markdown_table(rows)
             if markdown:
                 if self.tables and self.tables[-1].cell is not None:
-                    self.inline.append(" ".join(" ".join(r) for r in table.rows))  # nested: flatten
+                    self.inline.append(" ".join(" ".join(r) for r in rows))  # nested: flatten
                 else:
                     self._emit(markdown)
         elif self.marks and self.marks[-1][0] == tag:
@@ -163,10 +219,19 @@ class _ToMarkdown(HTMLParser):
         if self.title is not None:
             self.title.append(data)
             return
+        if self.scope is not None and not self.scope_depth:
+            return
         if self.pre_depth:
             self.inline.append(data.replace("\n", "\x00"))  # \x00 marks a kept newline
         else:
-            self.inline.append(_SPACE.sub(" ", data))
+            self.inline.append(self._escaped(_SPACE.sub(" ", data)))
+
+    def _escaped(self, text: str) -> str:
+        """Words as Markdown that shows them: in a fragment of a Markdown document they may be
+        Markdown themselves, and only what would read as a tag is quoted as code."""
+        if self.fragment:
+            return quoted_tags(text)
+        return escape_text(text)
 
     # -- building ----------------------------------------------------------------
     def _close_mark(self) -> None:
@@ -200,7 +265,7 @@ class _ToMarkdown(HTMLParser):
         if parts is None:
             return
         text = _SPACE.sub(" ", "".join(parts).replace("\x00", " ")).strip()
-        table.rows[-1].append(text)
+        table.rows[-1].append(_Cell(text, *table.spans))
         table.cell = None
         self.inline = []
 
@@ -263,11 +328,72 @@ class _ToMarkdown(HTMLParser):
         return "".join(parts).strip("\n")
 
 
-def html_to_markdown(html: str) -> str:
-    parser = _ToMarkdown()
+def _span(attrs: list[tuple[str, str | None]], name: str) -> int:
+    value = (dict(attrs).get(name) or "1").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _is_chrome(attrs: list[tuple[str, str | None]]) -> bool:
+    found = dict(attrs)
+    if (found.get("role") or "") in _CHROME_ROLES or found.get("aria-hidden") == "true":
+        return True
+    words = {w.lower() for w in _CLASS_WORD.findall(f"{found.get('class') or ''} {found.get('id') or ''}")}
+    return bool(words & _CHROME_WORDS)
+
+
+def _in_scope(tag: str, attrs: list[tuple[str, str | None]], scope: str) -> bool:
+    if scope == "main":
+        return tag == "main" or ("role", "main") in attrs
+    return tag == "article"
+
+
+def _scope_tag(scope: str, tag: str) -> str | None:
+    """The tag whose nesting the scope counts: its own (a <div role=main> counts divs)."""
+    return tag if scope == "article" and tag == "article" or scope == "main" and tag in ("main", "div") else None
+
+
+class _Landmarks(HTMLParser):
+    """Whether a page marks its content: a <main> (or role="main"), else an <article>."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: set[str] = set()
+        self.main_tag: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if _in_scope(tag, attrs, "main") and self.main_tag is None:
+            self.main_tag = tag
+            self.found.add("main")
+        elif tag == "article":
+            self.found.add("article")
+
+
+# Code spans a Markdown document writes between its tags: its author's code, not HTML.
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+_HELD = re.compile("\ue000(\\d+)\ue001")
+
+
+def html_to_markdown(html: str, fragment: bool = False) -> str:
+    """A page's content as Markdown; `fragment`: HTML that a Markdown document holds, whose
+    code spans stay as they are written."""
+    held: list[str] = []
+    if fragment and "`" in html:
+        def hold(match: re.Match[str]) -> str:
+            held.append(match.group(0))
+            return f"\ue000{len(held) - 1}\ue001"
+
+        html = _CODE_SPAN.sub(hold, html)
+    scope = None
+    if not fragment:
+        landmarks = _Landmarks()
+        landmarks.feed(html)
+        landmarks.close()
+        scope = "main" if "main" in landmarks.found else "article" if "article" in landmarks.found else None
+    parser = _ToMarkdown(fragment=fragment, scope=scope)
     parser.feed(html)
     parser.close()
-    return parser.result()
+    markdown = parser.result()
+    return _HELD.sub(lambda m: held[int(m.group(1))], markdown) if held else markdown
 
 
 def convert_html(data: bytes) -> Converted:

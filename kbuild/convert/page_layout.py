@@ -292,7 +292,8 @@ def _table_markdown_of(table: pymupdf.table.Table) -> str:
         names = [n for n in header.names if n and not re.fullmatch(r"Col\d+", n)]
         if len(names) <= 1:
             return markdown_table(table.extract())
-    return table.to_markdown().strip()
+    # pymupdf keeps a cell's lines apart with <br>, HTML in a page; a Markdown table cell is one line
+    return table.to_markdown().strip().replace("<br>", " ")
 
 
 def _find_figures(

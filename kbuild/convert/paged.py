@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 
 import pymupdf
 
-from ..text.markdown import page_marker
+from ..text.markdown import page_marker, quoted_tags
 from . import limits
 from .formats import sniff
 from .model import ConversionError, Converted, Figure
@@ -145,12 +145,12 @@ def _convert(doc: pymupdf.Document, data: bytes, kind: str, ext: str) -> Convert
         for cut_kind, cut_text, cut_png in out.cuts:
             counters[cut_kind] += 1
             name = f"{cut_kind}-{counters[cut_kind]:02d}"
-            figures.append(Figure(name=name, page=number, png=cut_png, text=cut_text))
+            figures.append(Figure(name=name, page=number, png=cut_png, text=quoted_tags(cut_text)))
             links.append(
                 f"[{name}](figures/{name}.md)" if cut_kind == "table"
                 else f"![{name}](figures/{name}.png)"
             )
-        text = mark(out.text, by_page[number], outline) if number in by_page else out.text
+        text = quoted_tags(mark(out.text, by_page[number], outline) if number in by_page else out.text)
         body = "\n\n".join(part for part in (text, "\n".join(links)) if part)
         chunks.append(page_marker(number) + "\n" + (body + "\n" if body else ""))
 

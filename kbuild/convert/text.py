@@ -20,6 +20,11 @@ _BOMS: list[tuple[bytes, str]] = [
     (codecs.BOM_UTF16_BE, "utf-16"),
 ]
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+# Ligatures and the like: compatibility characters whose NFKC form is the plain letters (PDFs carry
+# them: "veriﬁed"). NFKC over the whole text would also turn ² into 2 and ½ into 1⁄2, which changes
+# what a text says.
+LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+                           "\ufb05": "st", "\ufb06": "st"})
 
 
 def decode(data: bytes, *, html: bool = False) -> tuple[str, list[str]]:
@@ -156,3 +161,8 @@ def _binary_message(data: bytes) -> str:
         "is binary data, not text (it contains NUL or control bytes); "
         "replace it with a text version or give it the right file extension"
     )
+
+
+def plain_letters(text: str) -> str:
+    """Ligature glyphs as the letters they stand for."""
+    return text.translate(LIGATURES)

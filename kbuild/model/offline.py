@@ -12,7 +12,8 @@ import re
 import sys
 from collections import Counter
 
-from ..text import keywords, markdown, sentences
+from ..text import inline, keywords, markdown, sentences
+from ..text.inline import inline_words
 from ..text.markdown import ATX_MARK as MD_HEADING, LIST_ITEM, PAGE_MARKER, UNDERLINE as RST_UNDERLINE
 from ..text.sentences import split_sentences
 
@@ -33,12 +34,9 @@ DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::.*$")
 RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
 MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")  # a target has no spaces: `f[T](x: T)` is code
 RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
-# emphasis marks around words; never a dunder name (`__dict__` is code, not bold "dict"), never
-# code: a code span keeps its backticks, or `x < y` would read as the start of an HTML tag
-EMPHASIS = re.compile(r"(?!__\w+__)(\*\*|__|\*)(?=\S)(.+?)(?<=\S)\1")
-CODE_SPAN = re.compile(r"(`+)(?=\S)(.+?)(?<=\S)\1")
-RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)(?<=\S)``")  # reStructuredText's inline literal: Markdown's `code`
 HTML_COMMENT = re.compile(r"<!--.*?-->")
+CODE_SPAN = re.compile(r"(`+[^`]*?`+)")  # a code span (approximately: to keep names out of it)
+DUNDER = re.compile(r"(?<![\w`*])((?:[A-Za-z_]\w*\.)*__[A-Za-z]\w*?(?:__)?)(?![\w`*])")
 RST_NOTE_REF = re.compile(r"\s?\[(?:#[\w-]*|\*|\d+|[A-Za-z][\w-]*)\]_(?!\w)")  # a footnote or citation mark, [#fn-hi]_
 RST_EXPLICIT = re.compile(r"^\.\.\s+(?:\[[^\]]+\]|_[^:]+:|\S)")  # footnotes, link targets, comments at a line's start
 ANGLED = re.compile(r"\s*<[^<>\n]*>")
@@ -57,13 +55,28 @@ def _inline(line: str) -> str:
     return MD_LINK.sub(r"\1", line)
 
 
-def _unemphasised(line: str) -> str:
-    """Emphasis marks dropped outside code spans; code spans kept whole."""
-    out, at = [], 0
-    for m in CODE_SPAN.finditer(line):
-        out += [EMPHASIS.sub(r"\2", line[at:m.start()]), m.group(0)]
-        at = m.end()
-    return "".join(out + [EMPHASIS.sub(r"\2", line[at:])])
+def _words(text: str) -> str:
+    """The words of a paragraph or heading, read by the Markdown parser (links as their words,
+    emphasis marks dropped, code as it is, a tag quoted as code; kbuild.text.inline), after
+    reStructuredText's roles and links, which Markdown does not know, are reduced to theirs, and
+    Python's names with two underscores set as code: `Foo.__a` and `__init__` name code, which
+    Markdown would read as emphasis and reStructuredText as words."""
+    text = RST_NOTE_REF.sub("", text)  # an HTML comment is the parser's: it knows one in code from one outside
+    text = RST_LINK.sub(r"\1", RST_ROLE.sub(r"\1", text))
+    if "__" in text:
+        parts = CODE_SPAN.split(text)  # outside code only: a code span's text is code already
+        text = "".join(part if n % 2 else DUNDER.sub(_as_code, part) for n, part in enumerate(parts))
+    return inline_words(text)
+
+
+def _as_code(name: re.Match[str]) -> str:
+    """A name with two underscores as code, unless it opens an emphasis the text closes
+    (`__very__ important`, `__a whole phrase__`)."""
+    word = name.group(1)
+    bare = "." not in word and not word.endswith("__")
+    if bare and re.search(r"\S__(?!\w)", name.string[name.end():]):
+        return word
+    return f"`{word}`"
 
 
 def clean(text: str, prose_only: bool = False) -> str:
@@ -82,7 +95,9 @@ def clean(text: str, prose_only: bool = False) -> str:
         if current:
             # a role or link the source wraps over two lines (":pep:`style guidelines for the C
             # code` / `in the C implementation of Python <7>`") is whole only in the paragraph
-            paragraphs.append(RST_LITERAL.sub(r"`\1`", _inline(" ".join(current))))
+            words = _words(" ".join(current))
+            if words.strip():
+                paragraphs.append(words)
             current.clear()
         if block is not None:
             if not prose_only and any(line.strip() for line in block):
@@ -133,8 +148,8 @@ def clean(text: str, prose_only: bool = False) -> str:
             flush()
             continue
         is_heading = MD_HEADING.match(stripped) or (RST_UNDERLINE.match(following) and len(following) >= len(stripped))
-        words = _unemphasised(RST_LITERAL.sub(r"`\1`", _inline(MD_HEADING.sub("", stripped)))).strip()
         if is_heading:
+            words = _words(MD_HEADING.sub("", stripped)).strip()
             flush()
             in_references = prose_only and bool(REFERENCE_HEADING.match(words))
             if not prose_only and words:
@@ -149,12 +164,11 @@ def clean(text: str, prose_only: bool = False) -> str:
         if LIST_ITEM.match(stripped):
             flush()  # each list item its own paragraph
         if stripped.endswith("::"):
-            current.append(words.rstrip(":") + ":")
+            current.append(stripped.rstrip(":") + ":")
             flush()
             block, kind = [], "literal"
             continue
-        if words:
-            current.append(words)
+        current.append(stripped)  # its words are read with its paragraph's: a code span may go on to the next line
     flush()
     return "\n\n".join(paragraphs)
 
@@ -330,7 +344,7 @@ class OfflineBackend:
         """What decides this backend's answers: part of the fingerprint of every rule that asks."""
         from .. import requirements
 
-        return (sys.modules[__name__], keywords, markdown, sentences, requirements)
+        return (sys.modules[__name__], inline, keywords, markdown, sentences, requirements)
 
     async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
                          previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Collection
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 from .layout import link
@@ -81,10 +82,16 @@ def needs_sources(text: str, own: set[str]) -> bool:
     return any(not t.startswith("#") and t.split("#", 1)[0] not in own for t in targets)
 
 
-def without_links(text: str) -> str:
-    """`text` with each link and image outside code replaced by its words: for a line that will
-    stand in pages at other depths of the store (a summary), where no relative link can hold."""
-    return _PART.sub(lambda m: m.group(0) if m.group("code") else m.group("words"), text)
+def without_links(text: str, targets: Collection[str] | None = None) -> str:
+    """`text` with each link and image outside code (or each that leads to one of `targets`)
+    replaced by its words: for a line that will stand in pages at other depths of the store (a
+    summary), where no relative link can hold, or for a link that leads nowhere."""
+    def words(match: re.Match[str]) -> str:
+        if match.group("code") or (targets is not None and match.group("target") not in targets):
+            return match.group(0)
+        return match.group("words")
+
+    return _PART.sub(words, text)
 
 
 def _is_url(origin: str) -> bool:

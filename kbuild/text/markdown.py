@@ -1,8 +1,9 @@
 """The structure of a text.md line by line: headings, list items, fences, page markers.
 
 Line patterns, so that the slicer can find structure in Markdown and reStructuredText alike, in
-one pass and without parsing the whole document; and the visible text of a heading, for which
-the inline Markdown (HTML anchors, entities, emphasis, links, code) is parsed by markdown-it-py.
+one pass and without parsing the whole document; the parser (markdown-it-py) for what lines
+cannot tell: the visible text of a heading or a sentence (HTML anchors, entities, emphasis,
+links, code); and text escaped so that it stays text when written into Markdown.
 """
 from __future__ import annotations
 
@@ -29,11 +30,21 @@ def page_marker(number: int) -> str:
     return f"<!-- page {number} -->"
 
 
-@functools.cache
-def _inline_parser() -> MarkdownIt:
-    from markdown_it import MarkdownIt  # 20 ms to import: only when a heading has markup
+def without_page_markers(text: str) -> str:
+    """`text` without the page markers the converter wrote into it (kbuild's own structure, which
+    a model must not read as the document's words nor copy into a page)."""
+    if "<!--" not in text:
+        return text
+    return "\n".join(line for line in text.split("\n") if not PAGE_MARKER.match(line))
 
-    return MarkdownIt("commonmark")
+
+@functools.cache
+def parser() -> MarkdownIt:
+    """CommonMark with GitHub's tables and strikethrough: what the documents people keep are
+    written in (and what GitHub, MkDocs and most viewers show)."""
+    from markdown_it import MarkdownIt  # 20 ms to import: only when a text has markup
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -44,7 +55,7 @@ def visible_text(title: str) -> str:
     if not any(ch in title for ch in "<&*_`[\\!"):
         return " ".join(title.split())  # plain words: most headings, and no parse needed
     words: list[str] = []
-    for block in _inline_parser().parseInline(title):
+    for block in parser().parseInline(title):
         for token in block.children or ():
             if token.type in ("text", "text_special", "code_inline"):
                 words.append(token.content)
@@ -57,11 +68,10 @@ def visible_text(title: str) -> str:
 
 def markdown_table(rows: list[list[str | None]]) -> str:
     """Rows of cells as a Markdown table, the first row its header: rows with no text left out,
-    short rows padded, "|" escaped and line breaks as <br> so that a cell stays in its column.
-    "" for a table with no text."""
+    short rows padded, "|" escaped and a cell's lines joined, so that a cell stays in its column
+    (a `<br>` would keep its lines, as HTML in a page). "" for a table with no text."""
     def cell(value: str | None) -> str:
-        return " ".join((value or "").replace("|", "\\|").replace("\n", " <br> ").split()).replace(
-            " <br> ", "<br>")
+        return " ".join((value or "").replace("|", "\\|").split())
 
     cells = [[cell(v) for v in row] for row in rows]
     cells = [row for row in cells if any(row)]
@@ -71,3 +81,70 @@ def markdown_table(rows: list[list[str | None]]) -> str:
     lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in cells]
     lines.insert(1, "|" + "---|" * width)
     return "\n".join(lines)
+
+
+# Text that Markdown would read as markup: an HTML tag, comment or autolink (`<script>`,
+# `</div>`, `<!--`, `<https://x>`), an entity, or a backslash before punctuation.
+TAG_LIKE = re.compile(r"<[A-Za-z/!?][^<>\n]*>")
+ENTITY_LIKE = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_EMPHASIS_MARK = re.compile(r"\*|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # `snake_case` is no emphasis
+_BACKSLASH = re.compile(r"\\(?=[!-/:-@\[-`{-~])")
+_LINE_START = re.compile(r"^(\s*)(#{1,6}(?=\s|$)|>|[-+](?=\s)|(\d{1,9})([.)])(?=\s|$)|={3,}\s*$)")
+
+
+def code_span(text: str) -> str:
+    """`text` as inline code, fenced by more backticks than it holds in a row."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def quoted_tags(text: str) -> str:
+    """Text whose words may quote HTML (a PDF's text, a table cell), with each tag written as code,
+    so that it shows as the words it is rather than act as markup in a page."""
+    return TAG_LIKE.sub(lambda m: code_span(m.group(0)), text) if "<" in text else text
+
+
+def escape_text(text: str, line_start: bool = False, marks: bool = True) -> str:
+    """Plain text as Markdown that shows it as it is: markup characters escaped, and what would
+    read as an HTML tag (`<script>` quoted in a sentence) written as code, so that no page holds
+    live markup. Only what Markdown would take for markup is touched: "x < y", "snake_case" and
+    "a & b" stay as they are. `line_start`: the text opens a line, where "# ", "> ", "- " or "1. "
+    would start a block. `marks=False` leaves `*` and `_` as they are, for a caller that
+    checks the result reads as words (kbuild.text.inline)."""
+    parts: list[str] = []
+    at = 0
+    for tag in TAG_LIKE.finditer(text):
+        parts += [_escape_plain(text[at:tag.start()], marks), code_span(tag.group(0))]
+        at = tag.end()
+    parts.append(_escape_plain(text[at:], marks))
+    escaped = "".join(parts)
+    if line_start:
+        escaped = _LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(3)
+                                                          else m.group(3) + "\\" + m.group(4)), escaped, count=1)
+    return escaped
+
+
+def _escape_plain(text: str, marks: bool) -> str:
+    text = _BACKSLASH.sub(r"\\\\", text)
+    text = text.replace("`", "\\`")
+    if marks:
+        text = _EMPHASIS_MARK.sub(lambda m: "\\" + m.group(0), text)
+    if "](" in text or "][" in text:
+        text = text.replace("[", "\\[").replace("]", "\\]")
+    return ENTITY_LIKE.sub("\\&", text)
+
+
+def live_html(text: str) -> list[str]:
+    """The HTML a Markdown text holds outside code, as the parser reads it: each tag or block
+    that a viewer would render as markup rather than show as words. The page markers of a paged
+    document's text.md are kbuild's own structure, not the document's markup."""
+    if "<" not in text:
+        return []
+    found: list[str] = []
+    for token in parser().parse(text):
+        if token.type == "html_block" and not all(PAGE_MARKER.match(line) for line in token.content.strip().split("\n")):
+            found.append(token.content.strip())
+        found += [child.content for child in token.children or () if child.type == "html_inline"]
+    return found

@@ -1,0 +1,210 @@
+"""A Markdown document as clean Markdown: what a reader of the rendered document sees, with no
+live HTML, by the parser (markdown-it-py), not by patterns over lines.
+
+Documents people keep carry HTML (a table in `<table>`, `<br>`, `<a name>` anchors, a README's
+`<p align="center"><img alt>`), entities, reference-style links and links to their own
+`#anchors`. Each becomes its Markdown meaning:
+
+- an HTML block is rendered to Markdown (kbuild.convert.html): tables as Markdown tables, lists
+  as lists; one whose table or list goes on past a blank line (its cells hold Markdown) is
+  rendered with the blocks up to where it closes. A wrapper (`<div>`, `<details>`) goes, its
+  words stay. Comments go.
+- inline HTML: `<b>`/`<i>` as emphasis, `<a href>` as a link, `<a name>` dropped, `<br>` a line
+  break, `<img alt>` its alt text, `<code>` code; any other tag (`<script>` quoted in a sentence)
+  is written as code, so that it shows as the words it is and never acts as markup.
+- entities decoded; autolinks and reference-style links written inline (their definitions
+  dropped); a link to an `#anchor` in the document reduced to its words (a fact page holds a part
+  of the document, where the anchor leads nowhere).
+
+Code (fenced and indented blocks, code spans) is never touched. Only the lines of blocks that
+hold one of these change; every other line is the source's, byte for byte, and a block rendered
+shorter than it was is padded with empty lines, so that line N of text.md is line N of the source
+wherever a rendering is not longer than its source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any
+
+from ..text.inline import UNSAFE_SCHEMES, InlineWriter
+from ..text.markdown import ENTITY_LIKE, parser
+from .html import html_to_markdown
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
+
+# Elements whose parts must be rendered together: a table, list or block of code that a blank
+# line does not end in HTML (its cells may hold Markdown paragraphs).
+STRUCTURAL = {"table", "thead", "tbody", "tfoot", "tr", "td", "th", "ul", "ol", "li", "dl", "dt", "dd", "pre"}
+
+
+def clean_markdown(source: str) -> str:
+    """`source` (a Markdown document, newlines normalised) as clean Markdown; see the module."""
+    if "<" not in source and "&" not in source and "[" not in source:
+        return source  # no tag, entity or link: nothing to do, and no parse
+    env: dict[str, Any] = {}
+    tokens = parser().parse(source, env)
+    lines = source.split("\n")
+    edits = _Edits(lines)
+    for definition in env.get("references", {}).values():
+        start, end = definition["map"]
+        edits.replace(start, end, [""] * (end - start))  # each link is written inline where it stands
+    skip_to = -1  # the line where an HTML block rendered with the blocks after it ends
+    for n, token in enumerate(tokens):
+        if token.map and token.map[0] < skip_to:
+            continue
+        if token.type == "html_block":
+            skip_to = _render_html_block(tokens, n, lines, edits)
+        elif token.type == "tr_open" and token.map:
+            _render_table_row(tokens, n, lines, edits)
+        elif token.type == "inline" and token.map and _needs_rendering(token) and not _in_table(tokens, n):
+            _render_inline_block(tokens[n - 1], token, lines, edits)
+    return edits.result()
+
+
+@dataclass
+class _Edits:
+    """Replacements of line ranges of the source, applied at the end in order."""
+
+    lines: list[str]
+    ranges: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
+
+    def replace(self, start: int, end: int, new: list[str]) -> None:
+        self.ranges[start] = (end, new)
+
+    def result(self) -> str:
+        out: list[str] = []
+        at = 0
+        for start in sorted(self.ranges):
+            if start < at:
+                continue  # inside a range already replaced
+            end, new = self.ranges[start]
+            out += self.lines[at:start]
+            out += new + [""] * (end - start - len(new))  # shorter: padded, so later lines keep their numbers
+            at = end
+        out += self.lines[at:]
+        return "\n".join(out)
+
+
+# -- HTML blocks -----------------------------------------------------------------------------
+
+
+class _OpenElements(HTMLParser):
+    """The structural elements left open after some HTML (a <table> whose cells go on)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in STRUCTURAL:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.open:
+            while self.open and self.open.pop() != tag:
+                pass
+
+
+def _render_html_block(tokens: list[Token], n: int, lines: list[str], edits: _Edits) -> int:
+    """Render the HTML block tokens[n] (with the blocks after it up to where its table or list
+    closes), and return the line where what was rendered ends."""
+    block = tokens[n]
+    start, end = block.map  # type: ignore[misc]
+    if block.level:  # inside a list item or a quote: rendered alone, under its container's marks
+        _replace_content(lines, start, end, block.content.rstrip("\n").split("\n"),
+                         html_to_markdown(block.content, fragment=True).split("\n"), edits)
+        return end
+    elements = _OpenElements()
+    elements.feed(block.content)
+    following = n + 1
+    while elements.open and following < len(tokens):
+        token = tokens[following]
+        following += 1
+        if token.level or not token.map or token.nesting == -1:
+            continue
+        if token.type in ("heading_open", "fence", "code_block"):
+            break  # a table does not hold a heading or code of Markdown: the HTML was never closed
+        elements.feed("\n".join(lines[token.map[0]:token.map[1]]))
+        end = token.map[1]
+    rendered = html_to_markdown("\n".join(lines[start:end]), fragment=True)
+    edits.replace(start, end, rendered.split("\n") if rendered else [])
+    return end
+
+
+# -- tables and inline text ------------------------------------------------------------------
+
+
+def _in_table(tokens: list[Token], n: int) -> bool:
+    return tokens[n].level >= 3 and tokens[n - 1].type in ("th_open", "td_open")
+
+
+def _render_table_row(tokens: list[Token], n: int, lines: list[str], edits: _Edits) -> None:
+    """A row of a Markdown table, written again when one of its cells holds HTML or a link
+    that must change."""
+    cells: list[Token] = []
+    m = n + 1
+    while m < len(tokens) and tokens[m].type != "tr_close":
+        if tokens[m].type == "inline":
+            cells.append(tokens[m])
+        m += 1
+    if not any(_needs_rendering(cell) for cell in cells):
+        return
+    row = tokens[n].map[0]  # type: ignore[index]
+    source = lines[row]
+    indent = source[:len(source) - len(source.lstrip())]
+    edits.replace(row, row + 1, [indent + "| " + " | ".join(InlineWriter(in_table=True).render(c) for c in cells)
+                                 + " |"])
+
+
+def _needs_rendering(inline: Token) -> bool:
+    """Whether an inline part holds what clean Markdown has not: HTML, an entity, an autolink,
+    a reference-style link, a link to an anchor or one that runs code."""
+    if ENTITY_LIKE.search(inline.content):
+        return True
+    for child in inline.children or ():
+        if child.type == "html_inline":
+            return True
+        if child.type in ("link_open", "image"):
+            target = str(child.attrs.get("href" if child.type == "link_open" else "src", ""))
+            if (child.markup == "autolink" or target.startswith("#") or target.lower().startswith(UNSAFE_SCHEMES)
+                    or f"({target}" not in inline.content and f"(<{target}>" not in inline.content):
+                return True  # written elsewhere (a reference), or an anchor, or code to run
+    return False
+
+
+def _render_inline_block(opening: Token, inline: Token, lines: list[str], edits: _Edits) -> None:
+    """A paragraph or heading written again from its parse, each line under the marks its
+    container gave it (`> `, a list item's indent) and a heading's `#`s."""
+    start, end = inline.map  # type: ignore[misc]
+    if opening.type == "heading_open" and opening.markup.startswith(("=", "-")):
+        end = start + 1  # a setext heading: its underline stays
+    heading = opening.type == "heading_open"
+    rendered = InlineWriter(heading=heading).render(inline)
+    _replace_content(lines, start, end, inline.content.split("\n"),
+                     [rendered.strip()] if heading else rendered.split("\n"), edits)
+
+
+def _replace_content(lines: list[str], start: int, end: int, content: list[str], rendered: list[str],
+                     edits: _Edits) -> None:
+    """Lines start..end, whose words the parser read as `content`, with `rendered` in place of
+    those words: what stands before them on each line (container marks, a heading's `#`s) and a
+    heading's closing `#`s stay."""
+    source = lines[start:end]
+    prefixes, suffixes = [], []
+    for k, line in enumerate(source):
+        words = content[k].strip() if k < len(content) else ""
+        at = line.find(words) if words else len(line.rstrip())
+        if at < 0:
+            at = len(line) - len(line.lstrip())
+            words = line[at:]
+        prefixes.append(line[:at])
+        tail = line[at + len(words):]
+        suffixes.append(tail if tail.strip() else "")  # trailing spaces (a hard break) are rendered as `\`
+    continuation = prefixes[-1] if len(prefixes) > 1 else "".join(ch if ch == ">" else " " for ch in prefixes[0])
+    new = []
+    for k, words in enumerate(rendered):
+        prefix = prefixes[k] if k < len(prefixes) else continuation
+        new.append(prefix + words + (suffixes[k] if k < len(suffixes) and k == len(rendered) - 1 else ""))
+    edits.replace(start, end, new)
