@@ -20,8 +20,8 @@ from kbuild.checks.links import link_targets
 from kbuild.convert.markdown import clean_markdown
 from kbuild.engine import Context, Problem, hash_bytes
 from kbuild.store.links import without_links
-from kbuild.text.inline import plain_words
-from kbuild.text.markdown import TAG_LIKE
+from kbuild.text.inline import inline_words, plain_words
+from kbuild.text.markdown import TAG_LIKE, shortened
 
 from .pages import write_page
 
@@ -39,11 +39,8 @@ def plain_text(text: str, limit: int = PLAIN_CHARS) -> str:
     their words, entities decoded, one line of at most `limit` characters (cut after a sentence,
     else a word). Markup a model copies from its source, or adds, costs the page nothing: its
     words are kept and what is left is checked (plain_text_failures)."""
-    words = plain_words(clean_markdown(text))
-    if len(words) <= limit:
-        return words
-    cut = max(words.rfind(". ", 0, limit), words.rfind("? ", 0, limit), words.rfind("! ", 0, limit))
-    return words[:cut + 1] if cut > limit // 3 else words[:limit - 1].rsplit(" ", 1)[0] + "…"
+    words = plain_words(clean_markdown(text)) or inline_words(text)  # a text that is a link's definition: its words
+    return shortened(words, limit)
 
 
 def plain_text_failures(text: str, sources: str) -> list[str]:
@@ -79,7 +76,7 @@ def foreign_names(text: str, sources: str) -> list[str]:
     what no cleaning can make safe, since the words themselves are the harm. (Markup a model
     adds is quoted as code by the cleaning: `<script>` stays only where its sources quote it.)"""
     failures = [f"names {url}, which its sources do not" for url in dict.fromkeys(URL.findall(text))
-                if url.rstrip(".,;:") not in sources]
+                if url.rstrip(".,;:*_") not in sources]
     flat = " ".join(sources.split())
     failures += [f"quotes `{code}`, which its sources do not" for _, code in CODE_SPAN.findall(text)
                  if TAG_LIKE.search(code) and " ".join(code.split()) not in flat]

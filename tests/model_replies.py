@@ -74,3 +74,31 @@ def _name_from_prompt(request: dict) -> str:
 def faithful_reply(request: dict) -> Reply:
     got = answer(request)
     return Reply(got if isinstance(got, str) else json.dumps(got))
+
+
+def quoted_sentence(text: str) -> str:
+    """The first sentence of a text as it is written, its links, code and markup with it: what a
+    model that quotes its source copies (headings, fences and table rows are no sentences)."""
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith(("#", "```", "~~~", "|", "=", "-" * 3))]
+    words = " ".join(lines) or " ".join(text.split())  # a part that is all table: its first words
+    match = re.search(r"(.+?[.!?])(\s|$)", words)
+    sentence = match.group(1) if match else words
+    return sentence if len(sentence) <= 280 else sentence[:280].rsplit(" ", 1)[0]  # the schema's bound
+
+
+def quoting_reply(request: dict) -> Reply:
+    """A faithful model that quotes its source word for word, markup and all: its rewrite is the
+    chunk, its summaries and picks the first sentence as written (a link, `<https://...>`, an
+    HTML tag or a page marker in it is copied too)."""
+    got = answer(request)
+    if isinstance(got, dict):
+        blocks = sources(request)
+        if "rewrite" in got and blocks:
+            sentence = quoted_sentence(blocks[-1])
+            got = {key: ([sentence] if isinstance(value, list) else value) for key, value in got.items()}
+            got["summary"] = sentence
+        elif ("summary" in got or "abstract" in got) and blocks:
+            key = "summary" if "summary" in got else "abstract"
+            got[key] = quoted_sentence(blocks[0].lstrip("- "))
+    return Reply(got if isinstance(got, str) else json.dumps(got))

@@ -12,6 +12,7 @@ sentences that match it best, not with the whole source.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from kbuild.text.markdown import ATX_MARK as HEADING
 from kbuild.text.ranking import tokens
 from kbuild.text.sentences import split_sentences
 
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+NUMBER = re.compile(r"(?:(?<![\w.])|(?<=_))\d[\d,]*(?:\.\d+)?")  # "_2_" is 2 in emphasis; "v1" is no number
 # Words that turn a statement's force or truth: a rewrite that adds, drops or swaps one says
 # something else, even with every other word the source's
 FORCE = frozenset(tokens(
@@ -46,19 +47,33 @@ def _identifiers(text: str) -> list[str]:
     return [a or b or c for a, b, c in CODE.findall(text)]
 
 
+# The backslash Markdown's escaping puts before a mark it shows as is (kbuild.text.markdown.escape_text):
+# not before a backslash, a quote or a backtick, where it is most often code's own (`\"`, `\\"`)
+ESCAPE = re.compile(r"\\(?=[*_\[\]&#>+.)=|!-])")
+EMPHASIS_UNDERSCORE = re.compile(r"(?<!\w)_+|_+(?!\w)")  # `_word_`'s marks, never snake_case's
+
+
 def _flat(text: str) -> str:
-    """Text as compared letter for letter: white space folded, emphasis and code marks dropped
-    (a rewrite may set `name` where its source set name, or *word* where it set word)."""
+    """Text as compared letter for letter: white space folded, emphasis and code marks and
+    Markdown's escapes dropped (a rewrite may set `name` where its source set name, *word* or
+    _word_ where it set word, `Foo.__a` where it set Foo.\\_\\_a)."""
+    text = EMPHASIS_UNDERSCORE.sub("", ESCAPE.sub("", text)) if "_" in text or "\\" in text else text
     return " ".join(text.replace("`", "").replace("*", "").split())
+
+
+@functools.lru_cache(maxsize=16)
+def _said(sources: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """What sentences are checked against, read once per text (a page's sentences share it):
+    its flat letters, its numbers and its requirement keywords, as written and as shown."""
+    flat = _flat(sources)
+    return (flat, frozenset(_numbers(sources)) | frozenset(_numbers(flat)),
+            frozenset(KEYWORD.findall(sources)) | frozenset(KEYWORD.findall(flat)))
 
 
 def unsupported(statement: str, cited: list[str]) -> list[str]:
     """The numbers, requirement keywords, code names and quoted terms of `statement` that none of
     the cited texts contains (empty when the statement passes)."""
-    sources = "\n".join(cited)
-    flat = _flat(sources)
-    numbers = set(_numbers(sources))
-    keywords = set(KEYWORD.findall(sources))
+    flat, numbers, keywords = _said("\n".join(cited))
     missing = [n for n in dict.fromkeys(_numbers(statement)) if n not in numbers]
     missing += [k for k in dict.fromkeys(KEYWORD.findall(statement)) if k not in keywords]
     missing += [f"`{name}`" for name in dict.fromkeys(_identifiers(statement)) if _flat(name) not in flat]

@@ -16,9 +16,9 @@ from urllib.parse import unquote, urlparse
 
 from ..store.pages import quoted_part, without_quoted
 
-# An image's "!" is not matched: findall gives the same targets without it, and a pattern that
+# A "\\[" is an escaped bracket, words and not a link. An image's "!" is not matched: findall gives the same targets without it, and a pattern that
 # starts with "[" is looked for by that character alone, not tried at every character.
-LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+LINK = re.compile(r"\[(?<!\\\[)(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
 WEB = ("http", "https")

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from ..text.markdown import escape_text, markdown_table, quoted_tags
+from ..text.markdown import code_span, escape_text, markdown_table, quoted_tags
 from .model import Converted
 from .text import decode
 
@@ -98,6 +98,12 @@ class _ToMarkdown(HTMLParser):
         self.item_prefix: str | None = None
         self.saw_h1 = False
 
+    def set_cdata_mode(self, elem: str) -> None:
+        """A <script> or <style> of a page holds code to the end tag, unread; in a Markdown
+        document's HTML it is quoted (see handle_starttag), and what follows is the document's."""
+        if not self.fragment:
+            super().set_cdata_mode(elem)
+
     # -- parser callbacks --------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self.skip_depth:
@@ -112,6 +118,11 @@ class _ToMarkdown(HTMLParser):
                 self.scope_depth += 1
             if not self.scope_depth:
                 return
+        if tag in _SKIP and self.fragment:
+            # in a Markdown document's HTML, a <script> its author wrote in a table cell is quoted,
+            # as the same tag in a sentence is (kbuild.text.inline): shown as code, never run or hidden
+            self.inline.append(code_span(self.get_starttag_text() or f"<{tag}>"))
+            return
         if tag in _SKIP or (not self.fragment and _is_chrome(attrs)):
             self.skip_tag, self.skip_depth = tag, 1
             return
@@ -167,6 +178,9 @@ class _ToMarkdown(HTMLParser):
             self._flush()
 
     def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP and self.fragment:
+            self.inline.append(code_span(f"</{tag}>"))
+            return
         if self.skip_depth:
             if tag == self.skip_tag:
                 self.skip_depth -= 1
@@ -308,6 +322,7 @@ class _ToMarkdown(HTMLParser):
         self.blocks.append((markdown, tight, starts_list, self.quote_depth))
 
     def result(self) -> str:
+        self.skip_depth = 0  # an element to skip that never closed skips no more: its tables close
         self._flush()
         while self.tables:
             self.handle_endtag("table")
@@ -393,7 +408,11 @@ def html_to_markdown(html: str, fragment: bool = False) -> str:
     parser.feed(html)
     parser.close()
     markdown = parser.result()
-    return _HELD.sub(lambda m: held[int(m.group(1))], markdown) if held else markdown
+    if not held:
+        return markdown
+    # a code span put back into a table row keeps its "|" escaped, as GFM wants, or it splits the cell
+    return "\n".join(_HELD.sub(lambda m: held[int(m.group(1))].replace("|", "\\|") if line.lstrip().startswith("|")
+                               else held[int(m.group(1))], line) for line in markdown.split("\n"))
 
 
 def convert_html(data: bytes) -> Converted:

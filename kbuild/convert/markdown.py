@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
-from ..text.inline import UNSAFE_SCHEMES, InlineWriter
+from ..text.inline import UNSAFE_SCHEMES, written
 from ..text.markdown import ENTITY_LIKE, parser
 from .html import html_to_markdown
 
@@ -114,7 +114,7 @@ def _render_html_block(tokens: list[Token], n: int, lines: list[str], edits: _Ed
     start, end = block.map  # type: ignore[misc]
     if block.level:  # inside a list item or a quote: rendered alone, under its container's marks
         _replace_content(lines, start, end, block.content.rstrip("\n").split("\n"),
-                         html_to_markdown(block.content, fragment=True).split("\n"), edits)
+                         _fragment(block.content).split("\n"), edits)
         return end
     elements = _OpenElements()
     elements.feed(block.content)
@@ -128,9 +128,15 @@ def _render_html_block(tokens: list[Token], n: int, lines: list[str], edits: _Ed
             break  # a table does not hold a heading or code of Markdown: the HTML was never closed
         elements.feed("\n".join(lines[token.map[0]:token.map[1]]))
         end = token.map[1]
-    rendered = html_to_markdown("\n".join(lines[start:end]), fragment=True)
+    rendered = _fragment("\n".join(lines[start:end]))
     edits.replace(start, end, rendered.split("\n") if rendered else [])
     return end
+
+
+def _fragment(html: str) -> str:
+    """HTML of a Markdown document as Markdown: the Markdown between its tags (links to anchors,
+    entities) cleaned as the rest of the document is."""
+    return clean_markdown(html_to_markdown(html, fragment=True))
 
 
 # -- tables and inline text ------------------------------------------------------------------
@@ -154,7 +160,7 @@ def _render_table_row(tokens: list[Token], n: int, lines: list[str], edits: _Edi
     row = tokens[n].map[0]  # type: ignore[index]
     source = lines[row]
     indent = source[:len(source) - len(source.lstrip())]
-    edits.replace(row, row + 1, [indent + "| " + " | ".join(InlineWriter(in_table=True).render(c) for c in cells)
+    edits.replace(row, row + 1, [indent + "| " + " | ".join(written(c, in_table=True) for c in cells)
                                  + " |"])
 
 
@@ -181,7 +187,7 @@ def _render_inline_block(opening: Token, inline: Token, lines: list[str], edits:
     if opening.type == "heading_open" and opening.markup.startswith(("=", "-")):
         end = start + 1  # a setext heading: its underline stays
     heading = opening.type == "heading_open"
-    rendered = InlineWriter(heading=heading).render(inline)
+    rendered = written(inline, heading=heading)
     _replace_content(lines, start, end, inline.content.split("\n"),
                      [rendered.strip()] if heading else rendered.split("\n"), edits)
 

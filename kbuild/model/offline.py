@@ -7,11 +7,13 @@ extractive.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
 from collections import Counter
 
+from ..store.links import without_links
 from ..text import inline, keywords, markdown, sentences
 from ..text.inline import inline_words
 from ..text.markdown import ATX_MARK as MD_HEADING, LIST_ITEM, PAGE_MARKER, UNDERLINE as RST_UNDERLINE
@@ -32,27 +34,28 @@ STOPWORDS = frozenset(
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]+")
 DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::.*$")
 RST_ROLE = re.compile(r":[\w:-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
-MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")  # a target has no spaces: `f[T](x: T)` is code
 RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
 HTML_COMMENT = re.compile(r"<!--.*?-->")
 CODE_SPAN = re.compile(r"(`+[^`]*?`+)")  # a code span (approximately: to keep names out of it)
 DUNDER = re.compile(r"(?<![\w`*])((?:[A-Za-z_]\w*\.)*__[A-Za-z]\w*?(?:__)?)(?![\w`*])")
 RST_NOTE_REF = re.compile(r"\s?\[(?:#[\w-]*|\*|\d+|[A-Za-z][\w-]*)\]_(?!\w)")  # a footnote or citation mark, [#fn-hi]_
 RST_EXPLICIT = re.compile(r"^\.\.\s+(?:\[[^\]]+\]|_[^:]+:|\S)")  # footnotes, link targets, comments at a line's start
-ANGLED = re.compile(r"\s*<[^<>\n]*>")
+# "<mail at host>" of a header, as written or quoted as code whole (`a<b>` is code, and stays)
+ANGLED = re.compile(r"\s*(?:`<[^<>\n`]*>`|(?<![`\w])<[^<>\n`]*>(?![`\w]))")
 FIELD = re.compile(r"^[A-Z][\w-]*(?: [\w-]+)?:\s+\S")  # "Author: ...", a header's field (PEPs, RFC 822)
 # Sections that list where things come from rather than say anything: not prose for a summary or a view
 REFERENCE_HEADING = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(references?|bibliography|footnotes?|citations?|"
                                r"works cited|further reading|see also|links|copyright)\W*$", re.I)
 
 
-def _inline(line: str) -> str:
-    """A line's words without links and roles: a source's links point where the source pointed."""
+def _table_row(line: str) -> str:
+    """A table row's words without links and roles (its cells stay in their columns): a source's
+    links point where the source pointed. Code holds no links: `f[T](x)` stays as it is."""
     line = HTML_COMMENT.sub("", line)
     line = RST_NOTE_REF.sub("", line)
     line = RST_ROLE.sub(r"\1", line)
     line = RST_LINK.sub(r"\1", line)
-    return MD_LINK.sub(r"\1", line)
+    return without_links(line)
 
 
 def _words(text: str) -> str:
@@ -79,6 +82,7 @@ def _as_code(name: re.Match[str]) -> str:
     return f"`{word}`"
 
 
+@functools.lru_cache(maxsize=512)  # a chunk's words are read for its reading, its fact and each view's section
 def clean(text: str, prose_only: bool = False) -> str:
     """The words of a span without their markup: paragraphs and list items kept apart, headings
     in bold, code and literal blocks verbatim. With `prose_only`, code, tables, literal blocks,
@@ -126,7 +130,7 @@ def clean(text: str, prose_only: bool = False) -> str:
             kind = ""
         if kind == "table":
             if stripped.startswith("|"):
-                block.append(_inline(stripped))  # type: ignore[union-attr]
+                block.append(_table_row(stripped))  # type: ignore[union-attr]
                 continue
             flush()
             kind = ""
@@ -136,7 +140,7 @@ def clean(text: str, prose_only: bool = False) -> str:
             continue
         if stripped.startswith("|"):
             flush()
-            block, kind = [_inline(stripped)], "table"
+            block, kind = [_table_row(stripped)], "table"
             continue
         following = lines[i + 1].strip() if i + 1 < len(lines) else ""
         if PAGE_MARKER.match(stripped) or RST_UNDERLINE.match(stripped) or DIRECTIVE.match(line):
@@ -207,7 +211,7 @@ def central_sentences(text: str, count: int, max_words: int = 40, in_order: bool
     if not sentences:  # a part with no statement of three content words: its first words, code or table
         words = (clean(text, prose_only=True)
                  or "\n".join(line for line in clean(text).splitlines() if not line.lstrip().startswith(("```", "~~~")))).split()
-        words = ANGLED.sub("", " ".join(words)).split()  # "<mail at host>" of a header reads as a tag in an index
+        words = ANGLED.sub(" ", LIST_ITEM.sub("", " ".join(words))).split()  # "<mail at host>" of a header reads as a tag
         return [" ".join(words[:max_words]) + (" …" if len(words) > max_words else "")] if words else []
     frequency = Counter(t for s in sentences for t in set(_terms(s)))
 
@@ -344,12 +348,17 @@ class OfflineBackend:
         """What decides this backend's answers: part of the fingerprint of every rule that asks."""
         from .. import requirements
 
-        return (sys.modules[__name__], inline, keywords, markdown, sentences, requirements)
+        from ..store import links
+
+        return (sys.modules[__name__], inline, keywords, markdown, sentences, links, requirements)
 
     async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
                          previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:
         prose = [{"ref": "", "sentences": prose_sentences(span)}]
-        return {"rewrite": rewrite(span, headings, title, figures), "summary": summarise(span, 2),
+        summary = summarise(span, 2)
+        if len(re.findall(r"[^\W\d_]{2,}", summary)) < 2:  # a part of code or figures: say where it stands
+            summary = f"{' › '.join(dict.fromkeys([title, *headings]))}: {summary}"
+        return {"rewrite": rewrite(span, headings, title, figures), "summary": summary,
                 "picks": {view: [str(st["text"]) for st in select_statements(view, prose)][:picks] for view in views}}
 
     async def describe_figure(self, ctx: object, png: bytes, nearby: str, name: str, title: str) -> str:

@@ -28,8 +28,8 @@ WEB = ("http", "https")
 # A link or image: its words, its target and optional title; or code, which holds no links.
 # The link part matches what kbuild.checks.links reads as a link.
 _PART = re.compile(
-    r"(?P<code>^(?P<fence>```|~~~).*?^(?P=fence)|`[^`\n]*`)"
-    r"|!?\[(?P<words>(?:[^\]\\]|\\.)*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)",
+    r"(?P<code>^(?P<fence>```|~~~).*?^(?P=fence)|(?<!\\)`[^`\n]*`)"
+    r"|(?<!\\)!?(?<!\\)\[(?P<words>(?:[^\]\\]|\\.)*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)",
     re.S | re.M,
 )
 

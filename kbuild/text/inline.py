@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:", "file:")
 EMPHASIS = {"b": "**", "strong": "**", "i": "*", "em": "*", "s": "~~", "del": "~~", "strike": "~~"}
 CODE_TAGS = {"code", "kbd", "tt", "samp"}
-# Tags whose words are the text and whose marks say nothing a reader needs.
+# Tags whose words are the text and whose marks say nothing a reader needs (a table's or a list's
+# tags met inside a sentence, where no table or list can stand, too).
 WRAPPERS = {"span", "div", "font", "sup", "sub", "u", "ins", "mark", "small", "big", "center", "p", "abbr", "cite",
             "q", "dfn", "var", "time", "label", "section", "article", "aside", "header", "footer", "main", "figure",
             "figcaption", "details", "summary", "nobr", "wbr", "bdi", "bdo", "data", "ruby", "rt", "rp", "picture",
-            "source", "caption", "colgroup", "col", "hr", "address", "blockquote"}
+            "source", "caption", "colgroup", "col", "hr", "address", "blockquote", "table", "thead", "tbody", "tfoot",
+            "tr", "td", "th", "ul", "ol", "li", "dl", "dt", "dd", "pre", "h1", "h2", "h3", "h4", "h5", "h6"}
 
 
 class _TagReader(HTMLParser):
@@ -96,12 +98,12 @@ class InlineWriter:
         if kind == "text":
             text = escape_text(token.content, line_start=self._line_start(), marks=self.escape_marks)
             self.out.append(text.replace("|", "\\|") if self.in_table else text)
-        elif kind == "softbreak":
-            self.out.append(" " if self.in_table or self.plain else "\n")
-        elif kind == "hardbreak":
-            self.out.append(" " if self.in_table or self.plain else "\\\n")
+        elif kind in ("softbreak", "hardbreak"):
+            one_line = self.in_table or self.plain or self.heading
+            self.out.append(" " if one_line else "\n" if kind == "softbreak" else "\\\n")
         elif kind == "code_inline":
-            self.out.append(code_span(token.content))
+            code = code_span(token.content)
+            self.out.append(code.replace("|", "\\|") if self.in_table else code)  # GFM: a cell's code keeps its \|
         elif kind in ("em_open", "strong_open", "s_open", "em_close", "strong_close", "s_close"):
             if not self.plain:
                 self.out.append(token.markup)
@@ -157,7 +159,7 @@ class InlineWriter:
             return
         name = tag.tag
         if name == "br":
-            if self.in_table or self.plain:
+            if self.in_table or self.plain or self.heading:
                 self.out.append(" ")
             elif following is None or (self.out and self.out[-1] in ("\\", "\\\n")):
                 return  # a break that ends the paragraph, or a second one in a row, says nothing
@@ -194,19 +196,27 @@ def inline_words(text: str) -> str:
     """The words of inline Markdown (a sentence, a paragraph's lines joined): emphasis marks
     dropped, links as their words, images as their alt text, HTML as its meaning (any tag it
     cannot render as code), code as it is; escaped where a character would be markup."""
-    return "".join(_words(block) for block in parser().parseInline(text))
+    if not any(ch in text for ch in _MARKUP):
+        return " ".join(text.split())  # plain words, most sentences: what the parse would give, without it
+    return "".join(written(block, plain=True) for block in parser().parseInline(text))
 
 
-def _words(inline: Token) -> str:
-    """A plain rendering of `inline`: its `*` and `_` left as they are when that reads as the
-    same words (`__a`, `2 * 3`), escaped only when they would read as emphasis."""
-    light = InlineWriter(plain=True, escape_marks=False).render(inline)
-    if all(t.type in _WORDS for block in parser().parseInline(light) for t in block.children or ()):
-        return light
-    return InlineWriter(plain=True).render(inline)
+_MARKUP = frozenset("<>&*_`[]\\!~")  # the characters that can make inline Markdown
 
 
-_WORDS = {"text", "text_special", "code_inline", "softbreak", "hardbreak"}  # what plain words parse back to
+def written(inline: Token, **options: bool) -> str:
+    """`inline` written back by an InlineWriter with `options`, its `*` and `_` left as they are
+    when that reads as the same (`Foo.__a`, `2 * 3`, `snake_case`), escaped only where they would
+    read as emphasis: the words a reader of the raw text sees stay as the source had them."""
+    light = InlineWriter(escape_marks=False, **options).render(inline)
+    full = InlineWriter(**options).render(inline)
+    return light if light == full or _shape(light) == _shape(full) else full
+
+
+def _shape(markdown: str) -> list[tuple[str, str, str]]:
+    """What the parser reads in inline Markdown: each token's kind, words and target."""
+    return [(t.type, t.content, str(sorted(t.attrs.items()))) for block in parser().parseInline(markdown)
+            for t in block.children or ()]
 
 
 def plain_words(markdown: str) -> str:
@@ -215,7 +225,9 @@ def plain_words(markdown: str) -> str:
     parts: list[str] = []
     for token in parser().parse(markdown):
         if token.type == "inline":
-            parts.append(_words(token))
+            parts.append(written(token, plain=True))
         elif token.type in ("fence", "code_block", "html_block") and token.content.strip():
             parts.append(code_span(" ".join(token.content.split())))
+    if not parts and markdown.strip():  # all of it a link's definition ("[ref]: https://..."): its words
+        return " ".join(inline_words(markdown).split())
     return " ".join(" ".join(parts).split())

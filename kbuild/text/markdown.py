@@ -44,14 +44,20 @@ def parser() -> MarkdownIt:
     written in (and what GitHub, MkDocs and most viewers show)."""
     from markdown_it import MarkdownIt  # 20 ms to import: only when a text has markup
 
-    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    # A link to `javascript:` or `data:` is read as the link it is written as (markdown-it would read
+    # it as text, which a laxer viewer may still link): kbuild writes such a link as its words.
+    md.validateLink = lambda url: True
+    return md
 
 
 @functools.lru_cache(maxsize=4096)
 def visible_text(title: str) -> str:
     """The words of a heading as a reader sees them: `<a name="retry"></a> 4.2.1 Retry Limits`
     gives "4.2.1 Retry Limits", `&mdash;` gives "—", `**bold**` and `[link](url)` their words,
-    `code` its letters. White space collapsed."""
+    `code` its letters. White space collapsed. Kbuild writes these words into pages (index lines,
+    breadcrumbs): a tag among them (`<script>`, quoted as code in the heading) is quoted as code,
+    and brackets that would make a link are escaped, so that they stay words there too."""
     if not any(ch in title for ch in "<&*_`[\\!"):
         return " ".join(title.split())  # plain words: most headings, and no parse needed
     words: list[str] = []
@@ -63,7 +69,8 @@ def visible_text(title: str) -> str:
                 words.append(token.content)  # its alt text
             elif token.type in ("softbreak", "hardbreak"):
                 words.append(" ")
-    return " ".join("".join(words).split())
+    seen = quoted_tags(" ".join("".join(words).split()))
+    return seen.replace("[", "\\[").replace("]", "\\]") if "](" in seen else seen
 
 
 def markdown_table(rows: list[list[str | None]]) -> str:
@@ -98,6 +105,27 @@ def code_span(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def shortened(text: str, limit: int) -> str:
+    """Markdown text of at most `limit` characters, cut after a sentence when one ends past a third
+    of it, else after a word, never inside code (a code span cut in two leaves its backtick
+    open, and what it quoted, `<script>`, live): a line's worth of a summary."""
+    if len(text) <= limit:
+        return text
+    inside = [(m.start(), m.end()) for m in _CODE.finditer(text[:limit + 200])]
+
+    def outside(at: int) -> bool:
+        return not any(start < at < end for start, end in inside)
+
+    ends = [m.end() for m in re.finditer(r"[.!?](?= )", text[:limit]) if outside(m.end())]
+    if ends and ends[-1] > limit // 3:
+        return text[:ends[-1]]
+    spaces = [m.start() for m in re.finditer(r" ", text[:limit]) if outside(m.start())]
+    return (text[:spaces[-1]] if spaces else text[:limit - 1]).rstrip() + "…"
 
 
 def quoted_tags(text: str) -> str:
