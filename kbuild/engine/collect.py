@@ -68,25 +68,17 @@ class Collect(Outputs):
 
     def _collect_dropped(self, roots: list[str]) -> None:
         """Forget the queries that re-run queries stopped reading and that nothing else reads
-        (the last build left no other garbage), and remove the files they made. A query that
-        failed in this build reads what its failed run read, as in `_collect_garbage`, while
-        something still reads that query."""
+        (the last build left no other garbage), and remove the files they made. What a failed
+        run read is read: a query runs only when a reader's run or check asks for it, and a
+        reader that runs again asks for what it asked for before the read that changed, so a
+        query that failed here is still read by a query that ran, or by a target."""
         state, keep, dead = self.state, set(roots), self.dead
-        attempted_by: dict[str, set[str]] = {}  # a query -> the failed runs that read it
-        for failed, deps in self.attempted.items():
-            for dep, _ in flat(deps):
-                if not isinstance(dep, FileRead):
-                    attempted_by.setdefault(dep, set()).add(failed)
-        abandoned: set[str] = set()  # failed queries nothing reads any more
+        keep.update(d for deps in self.attempted.values() for d, _ in flat(deps) if not isinstance(d, FileRead))
         candidates = sorted(self.dropped)
         while candidates:
             qid = candidates.pop()
-            if (qid in keep or qid in dead or qid in abandoned or state.readers([qid])
-                    or attempted_by.get(qid, set()) - abandoned - dead.keys()):
+            if qid in keep or qid in dead or state.readers([qid]):
                 continue
-            if qid in self.attempted:
-                abandoned.add(qid)
-                candidates += [d for d, _ in flat(self.attempted[qid]) if not isinstance(d, FileRead)]
             memo = self.memos.get(qid)
             if memo is None:
                 continue
