@@ -177,7 +177,9 @@ def current(values: dict[Key, object], inputs: list[Input], dep: Dep) -> object:
     if kind == "file":
         return inputs[i]
     whole = values[i]
-    return whole if kind == "query" or whole == FAIL else whole % 2 if kind == "low" else whole // 2  # type: ignore[operator]
+    if kind == "query" or not isinstance(whole, int):
+        return whole
+    return whole % 2 if kind == "low" else whole // 2
 
 
 def reads_of(trace: Trace) -> set[Key]:
@@ -236,7 +238,8 @@ def write_inputs(folder: Path, inputs: list[Input]) -> None:
 def store(folder: Path, engine: Engine) -> dict[str, bytes]:
     """The lock files and the outputs, by their paths in the folder."""
     files = {p.relative_to(folder).as_posix(): data for p, data in lock_files(engine).items()}
-    return files | {p.relative_to(folder).as_posix(): p.read_bytes() for p in (folder / "out").rglob("*") if p.is_file()}
+    outputs = (p for p in (folder / "out").rglob("*") if p.is_file())
+    return files | {p.relative_to(folder).as_posix(): p.read_bytes() for p in outputs}
 
 
 Step = tuple[list[tuple[int, Input]], Union[list[int], None], bool]  # inputs changed, new targets, state dropped first
@@ -310,7 +313,8 @@ def test_incremental_equals_from_scratch_and_runs_exactly_what_changed(tmp_path_
         # A query whose memo reads a query that failed with no value (a tolerant reader) runs
         # again: the engine knows a query with no memo by its id alone, so it cannot check it
         # until a reader that runs asks for it again.
-        reads_unbuilt = {k for k, trace in memos.items() if any(kind == "query" and i not in memos for (kind, i), _ in trace)}
+        reads_unbuilt = {k for k, trace in memos.items()
+                         if any(kind == "query" and i not in memos for (kind, i), _ in trace)}
         EXECUTED.clear()
         engine = Engine(folder, rules, split_lock=split)  # a new engine each time: state goes through the disk
         report = engine.build(queries)
