@@ -18,20 +18,27 @@ class Collect(Outputs):
                 leftover.unlink(missing_ok=True)
 
     def _collect_garbage(self, roots: list[str]) -> None:
-        """Forget queries that no target reaches any more, and remove the files they made."""
+        """Forget queries that no target reaches any more, and remove the files they made.
+
+        A query reaches what its memo read and, when it failed in this build, what its failed
+        run read: one failing on its first run has no memo, and what it read is still wanted (a
+        source's copy under a page that failed), as are the queries an earlier value read."""
         reached: set[str] = set()
+        live_outputs: set[str] = set()
         stack = list(roots)
         while stack:
             qid = stack.pop()
-            if qid in reached or (qid not in self.memos and qid not in self.attempted):
+            if qid in reached:
                 continue
             reached.add(qid)
-            stack.extend(d for d, _ in flat(self.memos[qid].deps if qid in self.memos else []) if not isinstance(d, FileRead))
+            memo = self.memos.get(qid)  # none: never built (it failed), or read as failed
+            if memo is not None:
+                live_outputs.update(memo.outputs)
+                stack.extend(d for d, _ in flat(memo.deps) if not isinstance(d, FileRead))
             stack.extend(d for d, _ in flat(self.attempted.get(qid, [])) if not isinstance(d, FileRead))
         dead = [q for q in self.memos if q not in reached]
         if not dead:
             return
-        live_outputs = {p for q in reached for p in self.memos[q].outputs}
         self.state.delete_memos(dead)  # first, so that what only the dead read can go
         for qid in dead:
             for path, digest in self.memos.pop(qid).outputs.items():
@@ -61,8 +68,12 @@ class Collect(Outputs):
 
     def _collect_dropped(self, roots: list[str]) -> None:
         """Forget the queries that re-run queries stopped reading and that nothing else reads
-        (the last build left no other garbage), and remove the files they made."""
+        (the last build left no other garbage), and remove the files they made. What a failed
+        run read is read: a query runs only when a reader's run or check asks for it, and a
+        reader that runs again asks for what it asked for before the read that changed, so a
+        query that failed here is still read by a query that ran, or by a target."""
         state, keep, dead = self.state, set(roots), self.dead
+        keep.update(d for deps in self.attempted.values() for d, _ in flat(deps) if not isinstance(d, FileRead))
         candidates = sorted(self.dropped)
         while candidates:
             qid = candidates.pop()

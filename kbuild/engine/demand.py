@@ -346,10 +346,13 @@ class Demand(Execute):
         found = self.stored_values([qid])
         if qid in found:
             return found[qid]
-        # Settled from the lock on a fresh clone: the value was never stored here; run it.
+        # Settled from the lock on a fresh clone: the value was never stored here; run it. Or
+        # it has no memo at all (it failed, and was read as failed): it is new.
         task = self.forced.get(qid)
         if task is None:
-            task = asyncio.ensure_future(self._execute(qid, self.memos.get(qid), Reason.of(Change.VALUE_NOT_STORED)))
+            memo = self.memos.get(qid)
+            why = Reason.of(Change.VALUE_NOT_STORED if memo is not None else Change.NEVER_BUILT)
+            task = asyncio.ensure_future(self._execute(qid, memo, why))
             self.forced[qid] = task
         await task
         if qid in self.failed:
