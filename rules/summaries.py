@@ -13,7 +13,6 @@ from kbuild.text.slugs import slug, unique
 
 from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks
-from .failures import complete
 from .guard import plain_text_failures
 from .settings import model_rule
 from .values import FactGroups, Group, GroupPagePart, GroupPart
@@ -91,20 +90,20 @@ def heading_of(title: str, section: str) -> str:
 
 
 async def _summarise(ctx: Context, title: str, parts: list[Any], where: str) -> str:
-    kept = summaries_or_fail(complete(ctx, parts), where)
+    kept = summaries_or_fail(parts, where)
     return kept[0] if len(kept) == 1 else await ctx.settings.backend.summarise_source(
         ctx, title, kept, check=lambda text: plain_text_failures(text, "\n".join(kept)))
 
 
-@model_rule("source_summary", version=1, uses=(complete, summaries_or_fail, plain_text_failures, _summarise,
-                                           group_of), cutoff=same_meaning)
+@model_rule("source_summary", version=1, uses=(summaries_or_fail, plain_text_failures, _summarise, group_of),
+            cutoff=same_meaning)
 async def group_summary(ctx: Context, project: str, source: str, group: int) -> str:
     found = await group_of(ctx, project, source, group)
     parts = await ctx.query_all([chunk_summary(project, source, s) for s in found.slugs], return_failures=True)
     return await _summarise(ctx, found.title, parts, f"{project}/{source}")
 
 
-@model_rule("source_summary", version=1, uses=(complete, summaries_or_fail, plain_text_failures, _summarise),
+@model_rule("source_summary", version=1, uses=(summaries_or_fail, plain_text_failures, _summarise),
             cutoff=same_meaning)
 async def source_summary(ctx: Context, project: str, source: str) -> str:
     found = await ctx.query(fact_groups(project, source))

@@ -142,10 +142,11 @@ def test_a_failed_source_stalls_nothing_else_of_its_project(tmp_path, breaking):
     assert "- bad: not built; run `kbuild` to see why" in project
     assert "[bad](" not in project and "[bad](" not in facts  # nothing links to what is not there as it is
     assert "- [good](good/index.md): Garden, " in facts and "- bad: not built; run `kbuild` to see why" in facts
-    assert "- [demo](demo/index.md) (demo, 1 of 2 sources built; failed: bad; run `kbuild` to see why): " in root
+    assert "- [demo](demo/index.md) (demo, 2 sources; not built: bad; run `kbuild` to see why): " in root
 
-    # a store with a failed page is not clean
-    assert kbuild(tmp_path, "check").exit_code == 1
+    # a store with a failed page is not clean, and the check says why
+    check = kbuild(tmp_path, "check")
+    assert check.exit_code == 1 and "which was built while a step it reads failed" in check.output, check.output
 
     # mended, the source is listed again and the store is whole
     (tmp_path / "bad.md").write_text("# Door\n\nThe door SHALL lock at night.\n")
@@ -198,6 +199,8 @@ def test_one_fact_that_fails_leaves_the_rest_of_its_source_listed_and_found(tmp_
         assert code == 1 and any(f'"good","{slug}"' in line and "says 21" in line
                                  for line in failure_lines(output)), output
 
+        assert "(good; 1 fact not built; run `kbuild` to see why): " in (tmp_path / "kb/demo/index.md").read_text()
+        assert "facts; 1 fact not built; run `kbuild` to see why" in (tmp_path / "kb/demo/facts/index.md").read_text()
         listed = index.read_text()
         assert f"- {slug}: not built; run `kbuild` to see why" in listed
         pruning = next(line for line in listed.splitlines() if "prune the apple trees" in line)

@@ -31,7 +31,8 @@ class Collect(Outputs):
         dead = [q for q in self.memos if q not in reached]
         if not dead:
             return
-        live_outputs = {p for q in reached for p in self.memos[q].outputs}
+        # a reached query that failed on its first build has no memo, and no outputs
+        live_outputs = {p for q in reached if q in self.memos for p in self.memos[q].outputs}
         self.state.delete_memos(dead)  # first, so that what only the dead read can go
         for qid in dead:
             for path, digest in self.memos.pop(qid).outputs.items():
