@@ -219,3 +219,21 @@ def test_one_fact_that_fails_leaves_the_rest_of_its_source_listed_and_found(tmp_
         assert code == 0, output
         assert f"- [{slug}]({slug}.md)" in index.read_text()
         assert kbuild(tmp_path, "check").exit_code == 0
+
+
+def test_sources_that_come_and_go_while_others_fail_build_without_a_crash(tmp_path):
+    """Pages built around a source that failed on its first build read a query with no memo:
+    removing another source then made garbage collection look that memo up (KeyError)."""
+    offline_store(tmp_path)
+    break_with_a_nul_byte(tmp_path)
+    sources = tmp_path / "kb/demo/sources.yml"
+    sources.write_text(sources.read_text() + "  - id: gone\n    path: gone.md\n")
+    assert build(tmp_path)[0] == 1
+    assert kbuild(tmp_path, "remove", "demo", "bad").exit_code == 0
+    code, output = build(tmp_path)
+    assert code == 1 and "Traceback" not in output, output
+    assert [line for line in failure_lines(output)] == [
+        "failed: demo/gone: gone.md does not exist; fix its path in sources.yml or remove it"], output
+    project = (tmp_path / "kb/demo/index.md").read_text()
+    assert "- [Garden](facts/good/index.md) (good): " in project and "- gone: not built" in project
+    assert "bad" not in project and not (tmp_path / "kb/demo/facts/bad").exists()
