@@ -74,7 +74,7 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
     path, names = store.source_index(project, source), group_pages(found)
     if names is None:  # one page: it reads its facts itself, and has no query per group in the lock
         entries, made = await lines_of(ctx, project, source, doc.chunks)
-        planned = len(doc.chunks)
+        listed_facts = len(doc.chunks)
         (summary,) = await ctx.query_all([source_summary(project, source)], return_failures=True)
     else:
         got = await ctx.query_all([*(group_index(project, source, n) for n in range(len(names))),
@@ -88,7 +88,7 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
                 + (f" ({facts - built_facts} not built)" if built_facts < facts else ""))
         entries = [f"- {section}: {', '.join(pages)}" for section, pages in by_section.items()]
         made, summary = sum(n for n in got[:-1] if not isinstance(n, QueryFailed)), got[-1]
-        planned = sum(len(g.slugs) for g in found.groups)
+        listed_facts = sum(len(g.slugs) for g in found.groups)
     if isinstance(summary, QueryFailed):
         summary = "(no summary: it failed to build; run `kbuild` to see why)"
     links = ["- [text.md](text.md): the whole source as text, no model involved"]
@@ -100,7 +100,7 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
                f"# {doc.title}\n\nUp: [{project}](../../index.md) · [all sources](../index.md)\n\n"
                f"{summary}\n\n_Summaries: {ctx.settings.label}._\n\n" + "\n".join(links)
                + "\n\n## Facts, in source order\n\n" + "\n".join(entries) + "\n")
-    return SourceIndex(title=doc.title, summary=summary, facts=made, failed=planned - made)
+    return SourceIndex(title=doc.title, summary=summary, facts=made, failed=listed_facts - made)
 
 
 @model_rule("abstract", version=1, uses=(plain_text_failures,), cutoff=same_meaning)
