@@ -1,21 +1,21 @@
-"""What a page does when something it is built from failed."""
+"""What a page says of a page it is built on that failed.
+
+A page above a failed one is built from what did build and names what failed (`not_built`): the
+failure stays visible there, and in the build's exit code, while the rest of the project (its
+indexes, its search index, its views and specs) keeps up with its sources. It names a failure,
+never its reason: a query records only that what it read failed, so a reason written into a page
+would go stale while the failure stayed.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from kbuild.engine import Context, QueryFailed
+from kbuild.engine import QueryFailed
 
 
-def complete(ctx: Context, values: list[Any]) -> list[Any]:
-    """The values, or the first failure raised where the page has an earlier version: a page
-    above a failed one keeps that version rather than be made again from the rest, which would
-    hide what failed. A page made for the first time lists what failed (QueryFailed values stay
-    in the list for the caller to name) rather than not exist, which would leave its links
-    dangling."""
-    failed = next((v for v in values if isinstance(v, QueryFailed)), None)
-    if failed is not None and ctx.built_before:
-        raise failed
-    return values
+def not_built(name: str) -> str:
+    """A listing's line for what failed to build."""
+    return f"- {name}: not built; run `kbuild` to see why"
 
 
 def built(values: list[Any]) -> int:

@@ -114,26 +114,32 @@ def section_line(section: dict[str, Any]) -> str:
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json
-    ("lines", "summary"), and its words' counts ("counts", "summary_counts"); none when the fact
-    failed. And the abbreviations its words define, which the source's sections join: a
-    definition stands on one line, and a fact holds whole lines."""
+    ("lines", "summary"), and its words' counts ("counts", "summary_counts"). And the
+    abbreviations its words define, which the source's sections join: a definition stands on
+    one line, and a fact holds whole lines.
+
+    A fact whose page failed is searched by its words as text.md holds them now, which code
+    made, and its sections point at text.md: its rewrite and summary, the model's, are left
+    out, and so is the page, which is missing or from an earlier build."""
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
     pieces = await ctx.query_part(region_sections(project, source, place.region), f"chunk:{place.index}") or []
     page, words, rewritten, summary = await ctx.query_all(
         [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),
          chunk_summary(project, source, slug)], return_failures=True)
-    abbreviations = defined_abbreviations(words.text) if not isinstance(words, QueryFailed) else {}
-    if isinstance(page, QueryFailed):
-        return {"lines": [], "counts": [], "summary": None, "summary_counts": None, "abbreviations": abbreviations}
-    lines = words.text.split("\n") if not isinstance(words, QueryFailed) else []
+    if isinstance(words, QueryFailed):
+        return {"lines": [], "counts": [], "summary": None, "summary_counts": None, "abbreviations": {}}
+    abbreviations = defined_abbreviations(words.text)
+    failed = isinstance(page, QueryFailed)
+    shown = store.text(project, source) if failed else store.fact(project, source, slug)
+    lines = words.text.split("\n")
     # A long section is cut into several parts; the Rewritten of its heading is shared among
     # them in order, paragraph by paragraph, so that each part has about its own words.
     heading_of = [(p["covers"] or p["headings"] or [""])[-1] for p in pieces]
     shares = Counter(heading_of)
     seen: Counter[str] = Counter()
     own = (rewritten_sections(rewritten, [*words.headings, *place.covers])
-           if not isinstance(rewritten, QueryFailed) and not isinstance(words, QueryFailed) else None)
+           if not failed and not isinstance(rewritten, QueryFailed) else None)
     sections, counted = [], []
     for piece, heading in zip(pieces, heading_of):
         nth, seen[heading] = seen[heading], seen[heading] + 1
@@ -152,13 +158,13 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
                     paragraphs = paragraphs[nth * len(paragraphs) // k:(nth + 1) * len(paragraphs) // k]
                 counts.update(tokens("\n".join(paragraphs)))
         sections.append({
-            "kind": "section", "page": store.fact(project, source, slug), "text": store.text(project, source),
+            "kind": "section", "page": shown, "text": store.text(project, source),
             "start": piece["start"], "end": piece["end"], "crumb": crumb, "tokens": estimate_tokens(body),
             "line": first_sentence(body) or " › ".join(crumb),
         })
         counted.append(dict(sorted(counts.items())))
     found = found_counts = None
-    if isinstance(summary, str):
+    if not failed and isinstance(summary, str):
         crumb = [doc.title, *(c for c in place.covers if c != doc.title)]
         counts = Counter(tokens(summary))
         counts.update(tokens(" ".join(crumb)))

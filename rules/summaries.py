@@ -13,7 +13,6 @@ from kbuild.text.slugs import slug, unique
 
 from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks
-from .failures import complete
 from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
 from .settings import model_rule
 from .values import FactGroups, Group, GroupPagePart, GroupPart
@@ -91,7 +90,7 @@ def heading_of(title: str, section: str) -> str:
 
 
 async def _summarise(ctx: Context, title: str, parts: list[Any], where: str) -> str:
-    kept = summaries_or_fail(complete(ctx, parts), where)
+    kept = summaries_or_fail(parts, where)
     if len(kept) == 1:
         return kept[0]
     sources = "\n".join(kept)
@@ -99,15 +98,15 @@ async def _summarise(ctx: Context, title: str, parts: list[Any], where: str) -> 
     return checked_plain_text(written, sources, f"{where}: the summary")
 
 
-@model_rule("source_summary", version=1, uses=(complete, summaries_or_fail, *PLAIN_TEXT, _summarise,
-                                           group_of), cutoff=same_meaning)
+@model_rule("source_summary", version=1, uses=(summaries_or_fail, *PLAIN_TEXT, _summarise, group_of),
+            cutoff=same_meaning)
 async def group_summary(ctx: Context, project: str, source: str, group: int) -> str:
     found = await group_of(ctx, project, source, group)
     parts = await ctx.query_all([chunk_summary(project, source, s) for s in found.slugs], return_failures=True)
     return await _summarise(ctx, found.title, parts, f"{project}/{source}")
 
 
-@model_rule("source_summary", version=1, uses=(complete, summaries_or_fail, *PLAIN_TEXT, _summarise),
+@model_rule("source_summary", version=1, uses=(summaries_or_fail, *PLAIN_TEXT, _summarise),
             cutoff=same_meaning)
 async def source_summary(ctx: Context, project: str, source: str) -> str:
     found = await ctx.query(fact_groups(project, source))

@@ -161,7 +161,8 @@ class FactGroups(Value):
 class SourceIndex(Value):
     title: str
     summary: str
-    facts: int
+    facts: int  # built
+    failed: int  # facts whose pages failed to build
 
 
 class Outline(Value):
@@ -173,7 +174,8 @@ class ProjectIndex(Value):
     title: str
     abstract: str
     kind: str
-    sources: int
+    sources: int  # listed
+    failed: list[str]  # of them, those whose pages failed to build
 
 
 class Statement(Value):
@@ -219,5 +221,6 @@ class SpecPage(Value):
 
 
 class Made(Value):
-    views: int
-    specs: int
+    views: int  # built
+    specs: int  # built
+    failed: int  # views and specs that failed to build

@@ -19,7 +19,6 @@ from kbuild.topic import Candidate, Passage, passages, rank
 
 from .cutoffs import same_section
 from .facts import VIEW_PURPOSE, chunk, fact, reading
-from .failures import complete
 from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
 from .pages import write_page
 from .settings import model_rule
@@ -126,7 +125,7 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
                    statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
 
 
-@rule(version=3, uses=("kbuild.topic", complete))
+@rule(version=3, uses=("kbuild.topic",))
 async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     """The sentences a requested view draws on, ranked across the whole project (kbuild.topic)."""
     listed = await ctx.query(listing(project))
@@ -134,10 +133,10 @@ async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     origins = [(project, s) for s in listed.ids]
     for other in request.across:
         origins += [(other, s) for s in (await ctx.query(listing(other))).ids]
-    outlines = complete(ctx, await ctx.query_all([fact_groups(p, s) for p, s in origins], return_failures=True))
+    outlines = await ctx.query_all([fact_groups(p, s) for p, s in origins], return_failures=True)
     groups = [(p, s, n) for (p, s), o in zip(origins, outlines) if not isinstance(o, QueryFailed)
               for n in range(len(o.groups))]
-    found = complete(ctx, await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups], return_failures=True))
+    found = await ctx.query_all([fact_sentences(p, s, n) for p, s, n in groups], return_failures=True)
     candidates = [Candidate(f"{p}/{s}", f["ref"], Passage(x["text"], tuple(x["headings"]), x["paragraph"]))
                   for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                   for f in doc["facts"] for x in f["passages"]]
@@ -157,7 +156,7 @@ async def view_parts(ctx: Context, project: str, view: str) -> tuple[str, list[t
         ranked = await ctx.query(view_hits(project, view))
         keys = [k.split("/", 1) for k in ranked["origins"] if k in ranked["hits"]]
         return f"On request: {request.about}", [(origin, source, -1) for origin, source in keys]
-    outlines = complete(ctx, await ctx.query_all([fact_groups(project, s) for s in listed.ids], return_failures=True))
+    outlines = await ctx.query_all([fact_groups(project, s) for s in listed.ids], return_failures=True)
     return VIEW_PURPOSE[view], [(project, s, n) for s, o in zip(listed.ids, outlines) if not isinstance(o, QueryFailed)
                                 for n in range(len(o.groups))]
 
@@ -182,7 +181,7 @@ async def view_block(ctx: Context, project: str, view: str, origin: str, source:
             for ref in st.cites)) for st in section.statements]) for section in sections])
 
 
-@rule(version=5, uses=(complete, view_parts), settings=("store", "label"), returns=ViewPage)
+@rule(version=5, uses=(view_parts,), settings=("store", "label"), returns=ViewPage)
 async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
     """A view's page, joined from blocks of BLOCK_GROUPS sections; its value is what the views'
     index shows of it (a spec written from the view reads its sections itself), so a change

@@ -14,10 +14,10 @@ from typing import Any
 
 from ..checked import store_files
 from ..engine import Change, Engine, LockError
-from ..engine.state import FileRead, Memo
+from ..engine.state import FileRead, Memo, flat
 from ..engine.verify import Reason
 from ..engine.files import TEMP_SUFFIX
-from ..engine.hashing import hash_bytes
+from ..engine.hashing import FAILED, hash_bytes
 from ..engine.staleness import inspect_engine
 from .links import missing_links
 from .pages import links_of, recorded
@@ -265,6 +265,10 @@ def _root(reason: Reason, memo: Memo | None, root: Path) -> tuple[str, str, str,
             f"it is built on {path}, which {'was edited by hand' if edited else 'is missing'}", None
     pages = sorted(p for p in (memo.outputs if memo else ()) if p.endswith(".md"))
     named = pages[0] if pages else f"a step of rule {memo.rule}" if memo else "an earlier step"
+    if memo is not None and any(dep == reason.subject and digest == FAILED for dep, digest in flat(memo.deps)):
+        # the build made it from the rest while what it reads failed, and named the failure in it
+        return "stale", named, f"it is built on {named}, which was built while a step it reads failed " \
+            "(run `kbuild` to see why)", None
     return "stale", named, f"it is built on {named}, which the lock records as older than what it read", None
 
 
