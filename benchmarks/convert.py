@@ -1,6 +1,13 @@
-"""How much convert() costs over pymupdf's bare text extraction.
+"""How much convert() costs over pymupdf's bare text extraction, and what a text document's
+conversion costs.
 
     python benchmarks/convert.py [--pages 200] [--runs 3] [--dpi 96]
+    python benchmarks/convert.py --documents [--against OTHER_PYTHON] [--runs 5]
+
+--documents times convert() over the Markdown, HTML and feed documents of ../shared/corpus-wild
+(tests/data/wild when it is not there), in a fresh process per kbuild, median of --runs: with
+--against, the other kbuild's convert() on the same files in the same run (the Markdown of
+commit 26894ba was cleaned line by line with regular expressions; it is now parsed).
 
 Builds a PDF in memory (text on every page, a ruled table on every 5th, an
 image on every 7th, a small vector chart on every 11th), then times the same
@@ -138,6 +145,44 @@ def measure(pages: int, runs: int) -> dict[str, float]:
             "ratio": plain_wall / ours_wall}
 
 
+TEXT_DOCUMENTS = (".md", ".html", ".xml")
+_TIME_DOCUMENTS = """
+import statistics, sys, time
+from pathlib import Path
+from kbuild.convert import convert
+files = [(Path(f).name, Path(f).read_bytes()) for f in sys.argv[2:]]
+times = []
+for _ in range(int(sys.argv[1])):
+    started = time.perf_counter()
+    for name, data in files:
+        convert(data, name)
+    times.append(time.perf_counter() - started)
+print(statistics.median(times))
+"""
+
+
+def text_documents() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    corpus = here.parent.parent / "shared" / "corpus-wild"
+    if not corpus.is_dir():
+        corpus = here.parent / "tests" / "data" / "wild"
+    return sorted(p for p in corpus.rglob("*") if p.suffix in TEXT_DOCUMENTS and "revisions" not in p.parts
+                  and "expected" not in p.parts and not p.name.endswith(".expected.md") and p.name != "README.md")
+
+
+def documents(runs: int, against: str | None) -> None:
+    import subprocess
+
+    files = text_documents()
+    size = sum(f.stat().st_size for f in files) / 2**20
+    print(f"{len(files)} documents, {size:.2f} MiB; median of {runs} passes over all of them")
+    print(f"| kbuild | seconds | MiB/s |\n|---|---|---|")
+    for label, python in {"this kbuild": sys.executable, **({f"against ({against})": against} if against else {})}.items():
+        seconds = float(subprocess.run([python, "-c", _TIME_DOCUMENTS, str(runs), *map(str, files)], check=True,
+                                       capture_output=True, text=True).stdout)
+        print(f"| {label} | {seconds:.3f} | {size / seconds:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -145,7 +190,12 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dpi", type=int, default=limits.PAGE_DPI, help="override PAGE_DPI")
+    parser.add_argument("--documents", action="store_true", help="time the text documents of the wild corpus")
+    parser.add_argument("--against", metavar="PYTHON", help="with --documents: also time this Python's kbuild")
     args = parser.parse_args()
+    if args.documents:
+        documents(args.runs, args.against)
+        return
     limits.PAGE_DPI = args.dpi
 
     data = make_pdf(args.pages)

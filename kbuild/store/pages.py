@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..text.markdown import shortened
+
 ORIGINAL = "## Original"
 REWRITTEN = "## Rewritten"
 REWRITTEN_LABEL = "_Rewritten:"
@@ -70,7 +72,7 @@ def pages_index(source: str, count: int) -> str:
 
 def figures_index(source: str, figures: list[tuple[str, int, str]]) -> str:
     """The index of a source's figures: (name, page, words) each."""
-    lines = [f"- [{name}]({name}.md) (page {page}, [image]({name}.png)): {(words.strip().splitlines() or [''])[0][:100]}"
+    lines = [f"- [{name}]({name}.md) (page {page}, [image]({name}.png)): {shortened((words.strip().splitlines() or [''])[0], 100)}"
              for name, page, words in figures]
     return (f"# Tables and figures of {source}\n\nCut from the pages of the original, each with its text beside "
             f"it.\n\n" + "\n".join(lines) + "\n")
