@@ -23,6 +23,7 @@ wherever a rendering is not longer than its source.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 # Elements whose parts must be rendered together: a table, list or block of code that a blank
 # line does not end in HTML (its cells may hold Markdown paragraphs).
+CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
 STRUCTURAL = {"table", "thead", "tbody", "tfoot", "tr", "td", "th", "ul", "ol", "li", "dl", "dt", "dd", "pre"}
 
 
@@ -97,6 +99,9 @@ class _OpenElements(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.open: list[str] = []
 
+    def set_cdata_mode(self, elem: str) -> None:
+        pass  # a <script> in a Markdown document's HTML is quoted, not run to its end tag (kbuild.convert.html)
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in STRUCTURAL:
             self.open.append(tag)
@@ -126,7 +131,7 @@ def _render_html_block(tokens: list[Token], n: int, lines: list[str], edits: _Ed
             continue
         if token.type in ("heading_open", "fence", "code_block"):
             break  # a table does not hold a heading or code of Markdown: the HTML was never closed
-        elements.feed("\n".join(lines[token.map[0]:token.map[1]]))
+        elements.feed(CODE_SPAN.sub("", "\n".join(lines[token.map[0]:token.map[1]])))  # a tag in code is code
         end = token.map[1]
     rendered = _fragment("\n".join(lines[start:end]))
     edits.replace(start, end, rendered.split("\n") if rendered else [])
