@@ -78,13 +78,16 @@ def faithful_reply(request: dict) -> Reply:
 
 def quoted_sentence(text: str) -> str:
     """The first sentence of a text as it is written, its links, code and markup with it: what a
-    model that quotes its source copies (headings, fences and table rows are no sentences)."""
-    lines = [line.strip() for line in text.splitlines()
+    model that quotes its source copies (headings, fences and table rows are no sentences; a list
+    item's number is not one either)."""
+    lines = [re.sub(r"^(\d+[.)]|[-*+])\s+", "", line.strip()) for line in text.splitlines()
              if line.strip() and not line.lstrip().startswith(("#", "```", "~~~", "|", "=", "-" * 3))]
     words = " ".join(lines) or " ".join(text.split())  # a part that is all table: its first words
     match = re.search(r"(.+?[.!?])(\s|$)", words)
     sentence = match.group(1) if match else words
-    return sentence if len(sentence) <= 280 else sentence[:280].rsplit(" ", 1)[0]  # the schema's bound
+    if len(sentence) > 280:  # the schema's bound: a long address goes first, then the words past it
+        sentence = re.sub(r"\]\([^)\s]{40,}\)", "]", sentence)[:280].rsplit(" ", 1)[0]
+    return sentence
 
 
 def quoting_reply(request: dict) -> Reply:
