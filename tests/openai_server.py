@@ -118,10 +118,9 @@ import struct
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Literal
 
 __all__ = ["BatchService", "Fault", "Reply", "ScriptedServer"]
 
@@ -441,6 +440,23 @@ class _Handler(BaseHTTPRequestHandler):
                                        code="unknown_url"))
 
 
+class _Slot:
+    """A slot one reply holds, released once (when its last token is made, or when it ends)."""
+
+    def __init__(self, server: ScriptedServer) -> None:
+        self.server = server
+        self.held = True
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        with self.server._lock:
+            self.server.generating -= 1
+        if self.server._free_slots is not None:
+            self.server._free_slots.release()
+
+
 class ScriptedServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, scripted by the test.
 
@@ -620,14 +636,16 @@ class ScriptedServer:
         if not isinstance(reply, Reply):
             handler.send_json(500, reply)
             return
-        with self._slot(handler) as taken:
-            if not taken:
-                return
+        slot = self._take_slot(handler)
+        if slot is None:
+            return
+        try:
             if request.get("stream"):
-                self._stream(handler, request, reply, number, fault.kind if fault else None)
+                self._stream(handler, request, reply, number, fault.kind if fault else None, slot)
                 return
             if not self._generate(handler, reply.delay + reply.pace * len(reply.tokens())):
                 return
+            slot.release()  # generated: the slot is free while the reply is on its way, as in llama.cpp
             body = json.dumps(self._completion(request, reply, number)).encode()
             if fault is not None and fault.kind == "truncated":
                 handler.close_connection = True
@@ -639,8 +657,11 @@ class ScriptedServer:
                 handler.wfile.flush()
                 return
             handler.send_bytes(200, body)
+        finally:
+            slot.release()
 
-    def _stream(self, handler: _Handler, request: dict, reply: Reply, number: int, fault: str | None) -> None:
+    def _stream(self, handler: _Handler, request: dict, reply: Reply, number: int, fault: str | None,
+                slot: _Slot) -> None:
         """The reply as OpenAI and llama.cpp stream it: server-sent `data:` events of
         `chat.completion.chunk`s (the role first, then a token each, then the finish reason), the
         usage in a last chunk without choices when `stream_options.include_usage` is set, then
@@ -677,6 +698,8 @@ class ScriptedServer:
                 return
             if 0 < n <= len(tokens) and not self._generate(handler, reply.pace):
                 return
+            if n == len(tokens) + 1:
+                slot.release()  # the last token is out: the finish reason and usage need no slot
             try:
                 handler.send_event(event)
             except OSError:
@@ -684,40 +707,33 @@ class ScriptedServer:
                 return
         handler.end_stream()
 
-    @contextmanager
-    def _slot(self, handler: _Handler) -> Iterator[bool]:
-        """A slot for one reply (at once when there are no slots): False when the server closes,
-        or the client leaves, while it waits in the queue."""
+    def _take_slot(self, handler: _Handler) -> _Slot | None:
+        """A slot for one reply (at once when there are no slots); None when the request gets a
+        503 for a busy slot (queue=False), or the server closes or the client leaves while it
+        waits in the queue."""
         if self._free_slots is not None and not self.queue and not self._free_slots.acquire(blocking=False):
             with self._lock:
                 self.refused_busy += 1
             handler.send_json(503, error_body("no slot available", "unavailable_error", code="unavailable"))
-            yield False
-            return
-        if self._free_slots is not None and self.queue:
+            return None
+        if self._free_slots is not None and self.queue and not self._free_slots.acquire(blocking=False):
             with self._lock:
                 self.queued += 1
                 self.max_queued = max(self.max_queued, self.queued)
             try:
                 while not self._free_slots.acquire(timeout=0.02):
-                    if self._closing.is_set() or _client_gone(handler.connection):
-                        if not self._closing.is_set():
-                            self._gone()
-                        yield False
-                        return
+                    if self._closing.is_set():
+                        return None
+                    if _client_gone(handler.connection):
+                        self._gone()
+                        return None
             finally:
                 with self._lock:
                     self.queued -= 1
         with self._lock:
             self.generating += 1
             self.max_generating = max(self.max_generating, self.generating)
-        try:
-            yield True
-        finally:
-            with self._lock:
-                self.generating -= 1
-            if self._free_slots is not None:
-                self._free_slots.release()
+        return _Slot(self)
 
     def _generate(self, handler: _Handler, seconds: float) -> bool:
         """Spend `seconds` generating, stopping early (False) when the client leaves, as llama.cpp

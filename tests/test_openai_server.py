@@ -416,8 +416,11 @@ def test_a_server_with_slots_serves_that_many_at_once_and_queues_the_rest_silent
     async def one(client: openai.AsyncOpenAI, events: list[str]) -> str:
         async with await client.chat.completions.create(model="m", messages=MESSAGES, stream=True) as stream:
             events.append("status")  # the status line came: a slot took it
-            reply = "".join([c.choices[0].delta.content or "" async for c in stream])
-        events.append("end")
+            reply = ""
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content and not reply:
+                    events.append("token")
+                reply += chunk.choices[0].delta.content or "" if chunk.choices else ""
         return reply
 
     async def main() -> tuple[list[str], list[str]]:
@@ -425,11 +428,12 @@ def test_a_server_with_slots_serves_that_many_at_once_and_queues_the_rest_silent
             events: list[str] = []
             return await asyncio.gather(*(one(client, events) for _ in range(3))), events
 
-    with ScriptedServer(lambda request: Reply("a b c d", pace=0.1), slots=2) as server:
+    with ScriptedServer(lambda request: Reply("a b c d", pace=0.2), slots=2) as server:
         replies, events = asyncio.run(main())
         assert replies == ["a b c d"] * 3
         assert server.max_generating == 2 and server.max_queued == 1 and server.abandoned == 0
-        assert events[:3] == ["status", "status", "end"]  # the third heard nothing until a slot was free
+        # the third heard nothing, not even its status line, while the first two generated
+        assert events[:2] == ["status", "status"] and events.index("token") < events.index("status", 2)
 
 
 def test_props_reports_the_slots_as_llama_cpp_does_and_others_have_none():
