@@ -12,8 +12,8 @@ once, queue the others without a byte, and may take minutes over one reply. So:
 
 - Replies are streamed (OpenAI's own API excepted: see `streams`), and `timeout` is silence: a
   call fails when the server has sent it nothing for that long, never while its reply keeps
-  coming. A request still waiting for its first byte is not silent while the server is sending
-  another of ours: it is queued behind it.
+  coming. A request still waiting for the first chunk of its reply is not silent while the
+  server is sending another of ours: it is queued behind it.
 - No more requests go at once than the server serves (`Slots`): what llama.cpp reports
   (`GET /props`: `total_slots`), else what is learned from queueing, from one at a time on a
   local server; `concurrency` in the settings overrides both. OpenAI's own API is bounded by the
@@ -47,7 +47,7 @@ from .settings import ModelSettings
 
 MALFORMED_BODY_RETRIES = 2
 PROBE_TIMEOUT = 5.0  # seconds for GET /props: a server that takes longer reports no slots
-QUEUED_WAIT = 1.0  # seconds a first byte must come later than expected before it counts as queueing
+QUEUED_WAIT = 1.0  # seconds a first chunk must come later than expected before it counts as queueing
 RETRY_AFTER_MAX = 60.0  # seconds of Retry-After honoured (as the openai client does); longer: own backoff
 RETRYABLE = frozenset({408, 409, 429})  # and every 5xx
 
@@ -74,7 +74,7 @@ class Flight:
     heard: float  # when the server last sent it a byte (when it was sent, before that)
     prompt_tokens: int
     others: tuple[Flight, ...]  # the requests in flight when it was sent
-    first: float | None = None  # when its first byte came
+    first: float | None = None  # when the first chunk of its reply came
     ended: float | None = None
 
 
@@ -85,10 +85,10 @@ class Slots:
     `limit` None leaves them to the engine's `max_calls`. `learns` lowers the limit when the
     server refuses a request with a 503 while others of ours run (it has no free slot: KoboldCpp,
     llamafile); `learns_from_waits` also raises it by one when a request was served alongside as
-    many others as the limit allows (its first byte came while they all still ran) and more wait,
-    and lowers it when a request's first byte came only after one of ours ended and much later
-    than a request alone waits for its prompt (it was queued behind ours). Once lowered, it never
-    grows past that again: the server showed what it serves."""
+    many others as the limit allows (its first chunk came while they all still ran) and more
+    wait, and lowers it when a request's first chunk came only after one of ours ended and much
+    later than a request alone waits for its prompt to be read (it was queued behind ours). Once
+    lowered, it never grows past that again: the server showed what it serves."""
 
     limit: int | None
     learns: bool = False
@@ -97,7 +97,7 @@ class Slots:
     heard: float = 0.0  # when the server last sent a byte of any of our requests
     flying: list[Flight] = field(default_factory=list)
     waiting: int = 0
-    alone: float = 0.0  # seconds per prompt token to the first byte, the slowest seen with none other in flight
+    alone: float = 0.0  # seconds per prompt token to the first chunk, the slowest seen with none other in flight
     _room: asyncio.Event | None = None
     _loop: object = None
 
@@ -128,16 +128,18 @@ class Slots:
                 self._served(flight)
             self._free()
 
-    def hear(self, flight: Flight) -> None:
-        """The server sent `flight` a byte (its status line, or a chunk of its reply)."""
+    def hear(self, flight: Flight, chunk: bool = True) -> None:
+        """The server sent `flight` a chunk of its reply, or (`chunk` False) its status line:
+        llama.cpp sends that when a slot takes the request, some servers at once, and a proxy
+        before the server behind it has begun."""
         now = asyncio.get_running_loop().time()
         flight.heard = self.heard = now
-        if flight.first is None:
+        if chunk and flight.first is None:
             flight.first = now
             self._judge_wait(flight)
 
     def silent_since(self, flight: Flight) -> float:
-        """When the server last gave `flight` a sign of life: before its first byte, any byte of
+        """When the server last gave `flight` a sign of life: before its first chunk, any byte of
         ours, since a server busy with one of our requests is not silent to the one it queued."""
         return flight.heard if flight.first is not None else max(flight.heard, self.heard)
 
@@ -260,7 +262,7 @@ class Transport:
         chunks = 0
         async with await client.chat.completions.create(**body, stream=True,
                                                         stream_options={"include_usage": True}) as stream:
-            slots.hear(flight)  # the status line: the server has taken it
+            slots.hear(flight, chunk=False)
             async for chunk in stream:
                 slots.hear(flight)
                 state.handle_chunk(chunk)
