@@ -542,3 +542,14 @@ def test_openai_itself_gets_one_body_at_a_time_per_call_and_every_call_the_engin
         result = kbuild(root)
         assert result.exit_code == 1 and "the model server did not answer within 1 s" in result.output
         assert len(sent_twice(server)) == 0  # not sent again: OpenAI may still be answering it
+
+
+def test_a_server_on_this_machine_or_its_network_is_local_and_starts_at_one_request():
+    from kbuild.model.transport import is_local
+
+    for url in ("http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1",
+                "http://192.168.1.20:8000/v1", "http://10.0.0.5:8000/v1", "http://ollama:11434/v1",
+                "http://gpu-box.local:8080/v1"):
+        assert is_local(url), url
+    for url in ("https://api.together.xyz/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1"):
+        assert not is_local(url), url
