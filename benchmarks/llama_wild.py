@@ -11,8 +11,9 @@ its default (timeout, max_retries, validation_retries, max_calls), as a new user
 Reported: wall time; readings a minute (chunks read by the model into a fact); failed queries,
 the causes split into transport failures (the server timed out, was unreachable, refused, or
 answered what is not JSON: what issue 49's item 9 is about; the aim is none) and page failures
-(replies that never fit their schema or kbuild's page guards: the model's, and issue 49's other
-items); queries not built because of them; tokens sent (the server's own count of prompt
+(replies that never fit their schema or passed kbuild's checks, by the last reason: cut at
+max_tokens, the HTML and link guards of issue 49's other items, other checks); queries not built
+because of them; tokens sent (the server's own count of prompt
 tokens, every call and retry) against the documents' tokens (the same tokenizer, /tokenize);
 and tasks the server cancelled because kbuild gave up on them (a timeout; the aim is none).
 
@@ -45,6 +46,10 @@ DOCUMENTS = ["owasp/AJAX_Security_Cheat_Sheet.md", "owasp/DOM_Clobbering_Prevent
 # what kbuild/model/transport.py says when a call could not travel (not a reply that failed its checks)
 TRANSPORT = re.compile(r"the model server (sent nothing|did not answer|refused the request|kept refusing|failed with)"
                        r"|cannot reach the model server|reply was not valid JSON")
+# why a page failed, for the rest: the last reason a reply was refused for
+PAGE_CAUSES = [("reply cut at max_tokens", re.compile(r"cut at max_tokens")),
+               ("HTML, links or scripts (page guards)", re.compile(r"link, HTML or a script|HTML or a script|raw HTML")),
+               ("other checks of the reply", re.compile(r"."))]
 DEPENDENT = re.compile(r"^needs \w+\(.*\), which (failed|waits)$")  # a query it reads failed (kbuild/engine/execute.py)
 
 
@@ -90,6 +95,7 @@ def summarise(run: dict, source_tokens: int, cancelled: int) -> dict[str, object
         "failed": len(failed),
         "transport_failures": transport,
         "page_failures": {q: m for q, m in causes.items() if q not in transport},
+        "page_failures_by_cause": page_causes([m for q, m in causes.items() if q not in transport]),
         "not_built_because": len(failed) - len(causes),
         "model_calls": len(calls),
         "replies_refused": sum(1 for c in calls if c.get("error")),
@@ -99,6 +105,13 @@ def summarise(run: dict, source_tokens: int, cancelled: int) -> dict[str, object
         "cancelled_by_server": cancelled,
         "exit": run["exit"],
     }
+
+
+def page_causes(messages: list[str]) -> dict[str, int]:
+    counts = dict.fromkeys((name for name, _ in PAGE_CAUSES), 0)
+    for message in messages:
+        counts[next(name for name, pattern in PAGE_CAUSES if pattern.search(message))] += 1
+    return counts
 
 
 def main() -> None:
@@ -145,6 +158,7 @@ def main() -> None:
         ("readings", f"{f['readings']} in {f['wall_s'] / 60:.1f} min: {f['readings_per_minute']:.2f} a minute"),
         ("queries failed", f"{f['failed']} of {f['queries']}: {len(f['transport_failures'])} transport, "
                            f"{len(f['page_failures'])} page, {f['not_built_because']} not built because of them"),
+        ("pages failed for", ", ".join(f"{name}: {n}" for name, n in f["page_failures_by_cause"].items())),
         ("model calls", f"{f['model_calls']}, {f['replies_refused']} replies refused by their schema or checks"),
         ("tokens sent", f"{f['tokens_in']:,} against {f['source_tokens']:,} source tokens: "
                         f"{f['tokens_in'] / max(f['source_tokens'], 1):.1f}×; {f['tokens_out']:,} generated"),
