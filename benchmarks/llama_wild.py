@@ -8,7 +8,8 @@ default settings, over a few documents of ../shared/corpus-wild.
 The server runs as tests/test_llama.py starts it (one slot, two threads; tests/llamacpp.py).
 One cold build of one project of the documents, with the model named and every other setting at
 its default (timeout, max_retries, validation_retries, max_calls), as a new user would run it.
-Reported: wall time; readings a minute (chunks read by the model into a fact); failed queries,
+Reported: wall time; readings a minute (chunks read by the model into a fact, and replies to
+reading requests whether they fit or not: what the server got through); failed queries,
 the causes split into transport failures (the server timed out, was unreachable, refused, or
 answered what is not JSON: what issue 49's item 9 is about; the aim is none) and page failures
 (replies that never fit their schema or passed kbuild's checks, by the last reason: cut at
@@ -92,6 +93,8 @@ def summarise(run: dict, source_tokens: int, cancelled: int) -> dict[str, object
         "queries": len(report["executed"]),
         "readings": len(readings),
         "readings_per_minute": len(readings) / (run["wall"] / 60),
+        # the replies to reading requests, fit or not: what the server got through
+        "reading_replies": sum(1 for c in calls if c["task"] == "reading" and not c["cache_hit"]),
         "failed": len(failed),
         "transport_failures": transport,
         "page_failures": {q: m for q, m in causes.items() if q not in transport},
@@ -155,7 +158,9 @@ def main() -> None:
     print("|---|---|")
     for what, value in [
         ("wall time", f"{f['wall_s']:.0f} s"),
-        ("readings", f"{f['readings']} in {f['wall_s'] / 60:.1f} min: {f['readings_per_minute']:.2f} a minute"),
+        ("readings", f"{f['readings']} in {f['wall_s'] / 60:.1f} min: {f['readings_per_minute']:.2f} a minute; "
+                     f"{f['reading_replies']} replies to reading requests, fit or not "
+                     f"({f['reading_replies'] / (f['wall_s'] / 60):.2f} a minute)"),
         ("queries failed", f"{f['failed']} of {f['queries']}: {len(f['transport_failures'])} transport, "
                            f"{len(f['page_failures'])} page, {f['not_built_because']} not built because of them"),
         ("pages failed for", ", ".join(f"{name}: {n}" for name, n in f["page_failures_by_cause"].items())),
