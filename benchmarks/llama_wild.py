@@ -5,7 +5,8 @@ default settings, over a few documents of ../shared/corpus-wild.
     python benchmarks/llama_wild.py --documents owasp/AJAX_Security_Cheat_Sheet.md --slots 2
     python benchmarks/llama_wild.py --kbuild "PYTHONPATH=/tmp/before python -m kbuild"   # another kbuild
 
-The server runs as tests/test_llama.py starts it (one slot, two threads; tests/llamacpp.py).
+The server runs as tests/test_llama.py starts it (one slot, two threads; tests/llamacpp.py),
+with a context of 16,384 tokens per slot.
 One cold build of one project of the documents, with the model named and every other setting at
 its default (timeout, max_retries, validation_retries, max_calls), as a new user would run it.
 Reported: wall time; readings a minute (chunks read by the model into a fact, and replies to
@@ -122,7 +123,10 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--documents", nargs="+", default=DOCUMENTS, help="paths inside the corpus")
     parser.add_argument("--slots", type=int, default=1, help="llama-server -np")
-    parser.add_argument("--context", type=int, default=8192, help="llama-server -c (all slots together)")
+    # a reading may take its prompt and four times its part's tokens (max_tokens), and this base
+    # model fills every string to its bound: at 8,192 the server's context ran out first (each
+    # reading "cut at max_tokens", 0 built); 16,384 holds the three default documents' readings
+    parser.add_argument("--context", type=int, default=16384, help="llama-server -c, per slot")
     parser.add_argument("--model-dir", type=Path, default=Path(os.environ.get("KBUILD_TEST_MODEL_DIR",
                                                                                Path.home() / ".cache" / "kbuild-bench")))
     parser.add_argument("--kbuild", default=f"{shlex.quote(sys.executable)} -m kbuild",
@@ -144,7 +148,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="llama-log-") as logs:
         server = llamacpp.start(llamacpp.model_file(args.model_dir), Path(logs) / "server.log", slots=args.slots,
-                                context=args.context)
+                                context=args.context * args.slots)
         try:
             source_tokens = sum(server.tokens(d.read_text()) for d in documents)
             figures = summarise(build(documents, server, words, env), source_tokens, server.cancelled())
