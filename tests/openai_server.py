@@ -21,9 +21,28 @@ Endpoints:
 * ``POST /v1/chat/completions``: the body is parsed and appended to ``requests``, then the next
   queued fault (``fail_next``) is applied if there is one, else the reply is sent: status 200,
   ``Content-Type: application/json``, the exact OpenAI ``chat.completion`` shape (id
-  ``chatcmpl-N`` for ``requests[N - 1]``, ``model`` echoed from the request).
-  ``"stream": true`` is refused with a 400 (not implemented). A body that is not a JSON object gets
-  a 400 and is not recorded.
+  ``chatcmpl-N`` for ``requests[N - 1]``, ``model`` echoed from the request). A body that is not a
+  JSON object gets a 400 and is not recorded.
+
+  With ``"stream": true`` the reply is streamed as OpenAI and llama.cpp stream it (checked against
+  llama-server 0.6.0): ``Content-Type: text/event-stream``, a chunked body of ``data: {...}``
+  events, each a ``chat.completion.chunk`` (the role first with ``content: ""``, then one token
+  each, ``Reply.tokens()``, with its logprobs when the reply has them, then an empty delta with
+  the finish reason), then ``data: [DONE]``. With ``stream_options: {"include_usage": true}`` every
+  chunk carries ``"usage": null`` and a last chunk with ``choices: []`` carries the usage; without it
+  no chunk has a usage. ``stream_options`` without ``stream`` is refused with OpenAI's 400.
+  ``Reply.delay`` passes before the first token (a server reading the prompt: the status line has
+  gone out, nothing else), ``Reply.pace`` between tokens; a reply that is not streamed arrives
+  whole after both. A client that leaves before its reply ends is counted in ``abandoned`` and the
+  reply stops being generated, as llama.cpp cancels the task of a closed connection.
+
+  ``slots=N`` serves at most N chat completions at once, as ``llama-server -np N`` does: the others
+  wait in arrival order, silent (llama.cpp sends not even the status line before a slot takes a
+  request), and ``GET /props`` answers ``{"total_slots": N, ...}`` (``report_slots=False``: a
+  404, as from Ollama, vLLM or OpenAI, which report no slots). ``queue=False`` answers a request
+  that finds every slot busy with a 503 "no slot available" instead (KoboldCpp, llamafile).
+  ``generating``/``max_generating`` and ``queued``/``max_queued`` count the requests holding and
+  waiting for a slot, now and at most; ``refused_busy`` the 503s.
 * ``POST /v1/embeddings``: the body is appended to ``embedding_requests``; the answer is one
   vector per input, a hashed bag of words (``hashed_vector``: deterministic, and texts sharing
   words are near), as floats or, with ``"encoding_format": "base64"``, as base64 float32. It
@@ -31,6 +50,7 @@ Endpoints:
   string in it, more than 2,048 inputs, or an ``encoding_format`` other than those two. A queued
   status fault (``fail_next("500")``) is applied here too.
 * ``GET /v1/models``: a list holding ``self.model``.
+* ``GET /props``: llama.cpp's server properties, with ``slots`` (see above).
 * ``/v1/files`` and ``/v1/batches``: OpenAI's Files and Batch APIs, with the batches' states moved
   by the test (``server.batch_service``; see ``BatchService``).
 * Anything else: 404 with an OpenAI-style error body.
@@ -69,6 +89,12 @@ How the real ``openai`` client (3.57, over httpx2) sees each fault, with ``max_r
 * ``empty``: no exception; a normal completion whose ``message.content`` is ``""`` (the
   ``reply`` callable is not called).
 
+On a streamed request the status faults and ``reset`` come before the stream, as above;
+``timeout`` is silence before the status line (``APITimeoutError`` from ``create()``);
+``truncated`` ends the connection halfway through the chunked body (``APIConnectionError`` while
+iterating); ``invalid_json`` streams one ``data:`` event that is not JSON (``json.JSONDecodeError``
+while iterating); ``empty`` streams a reply without tokens.
+
 With the client's default ``max_retries=2`` every fault except ``invalid_json`` and ``empty``
 is retried (``timeout`` after the client's timeout, the others after its backoff); a fault is
 consumed by the attempt it hits, so the retry gets the next fault or a reply, and ``requests``
@@ -86,6 +112,7 @@ import hashlib
 import json
 import math
 import re
+import select
 import socket
 import struct
 import sys
@@ -112,8 +139,14 @@ class Reply:
     # choices[0].logprobs.content when given (whether or not the request asked for logprobs),
     # else choices[0].logprobs is null.
     logprobs: list[tuple[str, float, dict[str, float]]] | None = None
-    delay: float = 0.0  # seconds to wait before answering (slow replies, observable concurrency)
+    delay: float = 0.0  # seconds before the first token (a server reading the prompt), or before a whole reply
+    pace: float = 0.0  # seconds per generated token: a streamed reply comes a token at a time, a whole one after all
     finish_reason: str = "stop"
+
+    def tokens(self) -> list[str]:
+        """The content cut into the tokens a stream sends, one chunk each: a word with the
+        whitespace before it (so that there are as many as the default completion_tokens)."""
+        return re.findall(r"\s*\S+|\s+$", self.content)
 
 
 @dataclass
@@ -257,6 +290,16 @@ def embedding_errors(request: dict) -> str:
     return ""
 
 
+def _client_gone(sock: socket.socket) -> bool:
+    """The client closed its connection: it is readable and holds nothing (a client sends
+    nothing more on a connection before its reply ends)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 def error_body(message: str, type_: str, *, param: str | None = None, code: str | None = None) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
@@ -315,6 +358,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
+    def start_stream(self) -> None:
+        """The status line and headers of a server-sent event stream, its body chunked (HTTP/1.1)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def send_event(self, data: str) -> None:
+        """One `data:` event, as one HTTP chunk, at once."""
+        event = f"data: {data}\n\n".encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+        self.wfile.flush()
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def reset(self) -> None:
         """Close the connection abortively (RST, nothing sent)."""
         self.close_connection = True
@@ -341,6 +403,9 @@ class _Handler(BaseHTTPRequestHandler):
             if self.path.rstrip("/") == "/v1/models":
                 model = {"id": scripted.model, "object": "model", "created": 0, "owned_by": "scripted"}
                 self.send_json(200, {"object": "list", "data": [model]})
+            elif self.path.rstrip("/") == "/props" and scripted.slots is not None and scripted.report_slots:
+                self.send_json(200, {"total_slots": scripted.slots, "model_path": f"{scripted.model}.gguf",
+                                     "default_generation_settings": {"n_ctx": 4096}, "build_info": "scripted"})
             else:
                 self.not_found()
 
@@ -375,6 +440,23 @@ class _Handler(BaseHTTPRequestHandler):
                                        code="unknown_url"))
 
 
+class _Slot:
+    """A slot one reply holds, released once (when its last token is made, or when it ends)."""
+
+    def __init__(self, server: ScriptedServer) -> None:
+        self.server = server
+        self.held = True
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        with self.server._lock:
+            self.server.generating -= 1
+        if self.server._free_slots is not None:
+            self.server._free_slots.release()
+
+
 class ScriptedServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, scripted by the test.
 
@@ -392,8 +474,14 @@ class ScriptedServer:
         logprobs: bool = True,
         model: str = "scripted",
         embed: Callable[[str], list[float]] | None = None,
+        slots: int | None = None,
+        report_slots: bool = True,
+        queue: bool = True,
     ) -> None:
         self.reply = reply or echo_reply
+        self.slots = slots  # None: every chat request is answered at once
+        self.report_slots = report_slots  # GET /props says total_slots (llama.cpp); False: 404 (Ollama)
+        self.queue = queue  # a request that finds every slot busy waits; False: a 503 (KoboldCpp, llamafile)
         self.embed = embed or hashed_vector  # an input's vector, for /embeddings
         self.json_schema = json_schema
         self.string_bounds = string_bounds
@@ -406,7 +494,14 @@ class ScriptedServer:
         # same time; in_flight is the count now.
         self.max_in_flight = 0
         self.in_flight = 0
+        # Chat requests holding a slot (generating) and waiting for one (queued), now and at most;
+        # abandoned: replies whose client left before their end (the server stopped generating them)
+        self.generating = self.max_generating = 0
+        self.queued = self.max_queued = 0
+        self.abandoned = 0
+        self.refused_busy = 0  # 503s for every slot busy (queue=False)
         self._lock = threading.Lock()
+        self._free_slots = threading.Semaphore(slots) if slots else None
         self._faults: collections.deque[Fault] = collections.deque()
         self._connections: set[socket.socket] = set()
         self._closing = threading.Event()
@@ -524,7 +619,7 @@ class ScriptedServer:
         if fault is not None and fault.kind == "reset":
             handler.reset()
             return
-        if fault is not None and fault.kind == "invalid_json":
+        if fault is not None and fault.kind == "invalid_json" and not request.get("stream"):
             handler.send_bytes(200, b'<html><body>upstream said: {"id": "chatcmpl-</body></html>')
             return
         if fault is not None and fault.kind == "timeout":
@@ -541,21 +636,124 @@ class ScriptedServer:
         if not isinstance(reply, Reply):
             handler.send_json(500, reply)
             return
-        self._sleep(reply.delay)
-        if self._closing.is_set():
-            handler.reset()
+        slot = self._take_slot(handler)
+        if slot is None:
             return
-        body = json.dumps(self._completion(request, reply, number)).encode()
-        if fault is not None and fault.kind == "truncated":
-            handler.close_connection = True
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body[: len(body) // 2])
-            handler.wfile.flush()
+        try:
+            if request.get("stream"):
+                self._stream(handler, request, reply, number, fault.kind if fault else None, slot)
+                return
+            if not self._generate(handler, reply.delay + reply.pace * len(reply.tokens())):
+                return
+            slot.release()  # generated: the slot is free while the reply is on its way, as in llama.cpp
+            body = json.dumps(self._completion(request, reply, number)).encode()
+            if fault is not None and fault.kind == "truncated":
+                handler.close_connection = True
+                handler.send_response(200)
+                handler.send_header("Content-Type", "application/json")
+                handler.send_header("Content-Length", str(len(body)))
+                handler.end_headers()
+                handler.wfile.write(body[: len(body) // 2])
+                handler.wfile.flush()
+                return
+            handler.send_bytes(200, body)
+        finally:
+            slot.release()
+
+    def _stream(self, handler: _Handler, request: dict, reply: Reply, number: int, fault: str | None,
+                slot: _Slot) -> None:
+        """The reply as OpenAI and llama.cpp stream it: server-sent `data:` events of
+        `chat.completion.chunk`s (the role first, then a token each, then the finish reason), the
+        usage in a last chunk without choices when `stream_options.include_usage` is set, then
+        `data: [DONE]`. The headers go out when the reply starts (llama.cpp: when a slot takes
+        it), the first token after `delay`."""
+        usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        whole = self._completion(request, reply, number)
+        head = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
+                "model": whole["model"], "system_fingerprint": None}
+
+        def chunk(delta: dict, logprobs: Any = None, finish: str | None = None) -> str:
+            return json.dumps({**head, "choices": [{"index": 0, "delta": delta, "logprobs": logprobs,
+                                                    "finish_reason": finish}], **({"usage": None} if usage else {})})
+
+        handler.start_stream()
+        if fault == "invalid_json":
+            handler.send_event('<html><body>upstream said: {"id": "chatcmpl-</body></html>')
+            handler.end_stream()
             return
-        handler.send_bytes(200, body)
+        if not self._generate(handler, reply.delay):
+            return
+        tokens = reply.tokens()
+        logprobs = (whole["choices"][0]["logprobs"] or {}).get("content") or []
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": token}, {"content": logprobs[n:n + 1]} if logprobs else None)
+                   for n, token in enumerate(tokens)]
+        events.append(chunk({}, finish=reply.finish_reason))
+        if usage:
+            events.append(json.dumps({**head, "choices": [], "usage": whole["usage"]}))
+        events.append("[DONE]")
+        for n, event in enumerate(events):
+            if fault == "truncated" and n == len(events) // 2:
+                handler.close_connection = True  # the connection ends inside the chunked body
+                return
+            if 0 < n <= len(tokens) and not self._generate(handler, reply.pace):
+                return
+            if n == len(tokens) + 1:
+                slot.release()  # the last token is out: the finish reason and usage need no slot
+            try:
+                handler.send_event(event)
+            except OSError:
+                self._gone()
+                return
+        handler.end_stream()
+
+    def _take_slot(self, handler: _Handler) -> _Slot | None:
+        """A slot for one reply (at once when there are no slots); None when the request gets a
+        503 for a busy slot (queue=False), or the server closes or the client leaves while it
+        waits in the queue."""
+        if self._free_slots is not None and not self.queue and not self._free_slots.acquire(blocking=False):
+            with self._lock:
+                self.refused_busy += 1
+            handler.send_json(503, error_body("no slot available", "unavailable_error", code="unavailable"))
+            return None
+        if self._free_slots is not None and self.queue and not self._free_slots.acquire(blocking=False):
+            with self._lock:
+                self.queued += 1
+                self.max_queued = max(self.max_queued, self.queued)
+            try:
+                while not self._free_slots.acquire(timeout=0.02):
+                    if self._closing.is_set():
+                        return None
+                    if _client_gone(handler.connection):
+                        self._gone()
+                        return None
+            finally:
+                with self._lock:
+                    self.queued -= 1
+        with self._lock:
+            self.generating += 1
+            self.max_generating = max(self.max_generating, self.generating)
+        return _Slot(self)
+
+    def _generate(self, handler: _Handler, seconds: float) -> bool:
+        """Spend `seconds` generating, stopping early (False) when the client leaves, as llama.cpp
+        cancels a task whose connection closed, or when the server closes."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self._closing.is_set():
+                handler.reset()
+                return False
+            if _client_gone(handler.connection):
+                self._gone()
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            self._closing.wait(min(left, 0.02))
+
+    def _gone(self) -> None:
+        with self._lock:
+            self.abandoned += 1
 
     def _refusal(self, request: dict) -> dict | None:
         """The 400 body OpenAI would send for this chat request, or None when it takes it."""
@@ -569,8 +767,9 @@ class ScriptedServer:
         refused = self._refused_format(response_format)
         if refused:
             return error_body(refused, "invalid_request_error", param="response_format")
-        if request.get("stream"):
-            return error_body("stream is not supported by ScriptedServer", "invalid_request_error", param="stream")
+        if request.get("stream_options") is not None and not request.get("stream"):
+            return error_body("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                              "invalid_request_error", param="stream_options")
         return None
 
     def _reply_to(self, request: dict, empty: bool = False) -> Reply | dict:

@@ -168,9 +168,11 @@ def test_a_server_without_json_schema_gets_json_mode(tmp_path):
 
 
 @pytest.mark.parametrize("fault", [Fault("429", retry_after=0.05), Fault("500"), Fault("502"), Fault("503"),
-                                   Fault("reset"), Fault("truncated"), Fault("invalid_json"),
-                                   Fault("timeout", delay=3)])
+                                   Fault("reset"), Fault("truncated"), Fault("invalid_json")],
+                         ids=lambda fault: fault.kind)
 def test_each_fault_is_retried(tmp_path, fault):
+    """Each fault in which the server is surely not answering the request is retried; a timeout is
+    not (test_a_silent_server_times_out_with_one_clear_line_and_is_not_asked_again)."""
     with ScriptedServer(answer, string_bounds=True) as server:
         root = project(tmp_path, server, max_calls=1, timeout=1)
         server.fail_next(fault)
@@ -455,3 +457,104 @@ def test_every_request_counts_against_the_rate_limit_the_meaning_judges_too(tmp_
         backend.transport._requests = Counting()
         asyncio.run(backend.yes_probability(Ctx(), "same", "Same meaning?", "a\nb"))
         assert len(server.requests) == Counting.acquired == 1
+
+
+# -- local servers: one slot, replies longer than the timeout, silence ------------------------------
+
+def paced(request: dict) -> Reply:
+    """A faithful answer generated a token at a time, 1.5 s in all: longer than a 1 s timeout."""
+    got = answer(request)
+    return Reply(got.content, prompt_tokens=100, completion_tokens=10, pace=1.5 / max(1, len(got.tokens())))
+
+
+def sent_twice(server: ScriptedServer) -> list[dict]:
+    bodies = [json.dumps(r, sort_keys=True) for r in server.requests]
+    return [r for n, r in enumerate(server.requests) if bodies[n] in bodies[:n]]
+
+
+@pytest.mark.parametrize("report_slots", [True, False], ids=["llama.cpp /props", "learned"])
+def test_a_one_slot_server_whose_replies_outlast_the_timeout_builds_with_each_request_sent_once(tmp_path,
+                                                                                               report_slots):
+    """llama.cpp with one slot on two cores: kbuild sent several requests at once, each timed out
+    at 120 s (queued, or still generating) and was sent again, and 43 of 51 queries failed."""
+    with ScriptedServer(paced, string_bounds=True, slots=1, report_slots=report_slots) as server:
+        root = project(tmp_path, server, timeout=1)  # max_calls=4: the engine would send 4 at once
+        code, built = report(root)
+        assert code == 0, built
+        assert server.abandoned == 0  # no reply was cut off, though each took longer than the timeout
+        assert sent_twice(server) == []
+        if report_slots:
+            assert server.max_queued == 0  # never more at once than the server serves
+        else:
+            assert server.max_queued <= 1  # learning: at most one request waited, once, and was not cut off
+        assert all(r["stream"] is True and r["stream_options"] == {"include_usage": True} for r in server.requests)
+        assert built["counters"]["tokens in"] == 100 * len(server.requests)  # usage came in the stream's last chunk
+        assert built["counters"]["tokens out"] == 10 * len(server.requests)
+        logged = [json.loads(line) for line in kbuild(root, "logs", "-n", "100", "--json").output.splitlines()]
+        assert logged and all((c["tokens_in"], c["tokens_out"]) == (100, 10) for c in logged if not c["cache_hit"])
+
+
+def test_a_silent_server_times_out_with_one_clear_line_and_is_not_asked_again(tmp_path):
+    def silent(request: dict) -> Reply:
+        return Reply(answer(request).content, delay=60)  # reads the prompt for a minute: nothing comes
+
+    with ScriptedServer(silent, string_bounds=True, slots=1) as server:
+        root = project(tmp_path, server, timeout=1)
+        result = kbuild(root)
+        assert result.exit_code == 1
+        failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+        assert failed and all("the model server sent nothing for 1 s" in line for line in failed), result.output
+        assert "Traceback" not in result.output
+        assert sent_twice(server) == []  # the server may still be answering it: it is not asked again
+
+
+def test_a_server_that_refuses_a_second_request_with_503_is_sent_one_at_a_time(tmp_path):
+    """KoboldCpp and older llama.cpp servers answer 503 when every slot is busy: that is the
+    number of slots, not a failure to retry against."""
+    with ScriptedServer(paced, string_bounds=True, slots=1, report_slots=False, queue=False) as server:
+        root = project(tmp_path, server, timeout=1, max_retries=1)
+        result = kbuild(root)
+        assert result.exit_code == 0, result.output
+        assert server.abandoned == 0 and server.refused_busy <= 1
+
+
+def test_concurrency_set_by_hand_is_what_the_server_gets(tmp_path):
+    def slow(request: dict) -> Reply:
+        return Reply(answer(request).content, delay=0.3)
+
+    with ScriptedServer(slow, string_bounds=True) as server:  # no slots reported: kbuild would learn them
+        root = project(tmp_path, server, max_calls=4, concurrency=3)
+        assert kbuild(root).exit_code == 0
+        assert server.max_generating == 3  # the three readings at once, from the first
+
+
+def test_openai_itself_gets_one_body_at_a_time_per_call_and_every_call_the_engine_allows(tmp_path, monkeypatch):
+    """OpenAI's own API keeps its behaviour: replies in one body (streaming some models needs a
+    verified organisation), as many calls in flight as max_calls, no /props asked."""
+    from kbuild.model import transport
+
+    monkeypatch.setattr(transport, "openai_itself", lambda base_url: True)
+
+    def slow(request: dict) -> Reply:
+        return Reply(answer(request).content, delay=0.3)
+
+    with ScriptedServer(slow, string_bounds=True) as server:
+        root = project(tmp_path, server, max_calls=3, timeout=1)
+        assert kbuild(root).exit_code == 0
+        assert server.max_generating == 3 and not any("stream" in r for r in server.requests)
+        server.fail_next(Fault("timeout", delay=3))
+        (root / "doc.md").write_text(DOC.replace("90 days", "60 days"))
+        result = kbuild(root)
+        assert result.exit_code == 1 and "the model server did not answer within 1 s" in result.output
+        assert len(sent_twice(server)) == 0  # not sent again: OpenAI may still be answering it
+
+
+def test_a_server_on_this_machine_or_its_network_is_local_and_starts_at_one_request():
+    from kbuild.model.transport import is_local
+
+    for url in ("http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1",
+                "http://192.168.1.20:8000/v1", "http://10.0.0.5:8000/v1", "http://ollama:11434/v1",
+                "http://gpu-box.local:8080/v1"):
+        assert is_local(url), url
+    for url in ("https://api.together.xyz/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1"):
+        assert not is_local(url), url

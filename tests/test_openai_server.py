@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import openai
 import pytest
@@ -322,3 +325,137 @@ def test_a_batch_moves_on_each_time_it_is_asked_about_when_told_to(server):
         batch = client.batches.create(input_file_id=batch_file(client, "one").id, endpoint="/v1/chat/completions",
                                       completion_window="24h")
         assert [client.batches.retrieve(batch.id).status for _ in range(3)] == ["in_progress", "completed", "completed"]
+
+
+# --- streaming, as OpenAI and llama.cpp send it ------------------------------------------------
+
+def raw_events(server: ScriptedServer, body: dict) -> list[str]:
+    """The `data:` payloads of a streamed reply, read off the socket (no client in between)."""
+    request = urllib.request.Request(f"{server.url}/v1/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        text = response.read().decode()
+    assert text.endswith("\n\n") and all(block.startswith("data: ") for block in text.split("\n\n")[:-1])
+    return [block.removeprefix("data: ") for block in text.split("\n\n")[:-1]]
+
+
+def test_a_streamed_reply_is_server_sent_chunks_with_the_usage_last_when_asked():
+    with ScriptedServer(lambda request: Reply("three little words", prompt_tokens=7)) as server:
+        body = {"model": "m", "messages": MESSAGES, "stream": True}
+        events = raw_events(server, {**body, "stream_options": {"include_usage": True}})
+        assert events[-1] == "[DONE]"
+        chunks = [json.loads(e) for e in events[:-1]]
+        assert {c["object"] for c in chunks} == {"chat.completion.chunk"} and len({c["id"] for c in chunks}) == 1
+        assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+        assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[:-1]) == "three little words"
+        assert len(chunks) == 1 + 3 + 1 + 1  # the role, a token each, the finish reason, the usage
+        assert chunks[-2]["choices"][0] == {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
+        assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 7, "completion_tokens": 3,
+                                                                      "total_tokens": 10}
+        assert all(c["usage"] is None for c in chunks[:-1])  # as OpenAI sends it: null until the last
+        plain = [json.loads(e) for e in raw_events(server, body)[:-1]]
+        assert "usage" not in plain[-1] and plain[-1]["choices"][0]["finish_reason"] == "stop"  # not asked: none
+
+
+def test_the_openai_client_reads_a_streamed_reply_its_logprobs_and_its_usage():
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+
+    logprobs = [("Hel", -0.25, {"Hel": -0.25, "Hi": -1.5}), ("lo", -0.01, {"lo": -0.01})]
+    with ScriptedServer(lambda request: Reply("Hel lo", logprobs=logprobs, finish_reason="length")) as server, \
+            sync_client(server) as client:
+        state = ChatCompletionStreamState()
+        for chunk in client.chat.completions.create(model="m", messages=MESSAGES, stream=True, logprobs=True,
+                                                    top_logprobs=2, stream_options={"include_usage": True}):
+            state.handle_chunk(chunk)
+        completion = state.current_completion_snapshot
+    choice = completion.choices[0]
+    assert choice.message.content == "Hel lo" and choice.finish_reason == "length"
+    assert [(t.token, t.logprob) for t in choice.logprobs.content] == [("Hel", -0.25), ("lo", -0.01)]
+    assert [t.token for t in choice.logprobs.content[0].top_logprobs] == ["Hel", "Hi"]
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (6, 2)
+
+
+def test_stream_options_without_stream_is_refused_as_openai_refuses_it(server):
+    with sync_client(server) as client, pytest.raises(openai.BadRequestError, match="only allowed when 'stream'"):
+        ask(client, stream_options={"include_usage": True})
+
+
+def test_a_streamed_reply_comes_a_token_at_a_time_while_the_server_generates():
+    with ScriptedServer(lambda request: Reply("one two three four five six", pace=0.2)) as server, \
+            sync_client(server) as client:
+        stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+        contents = [c.choices[0].delta.content for c in itertools.islice(stream, 2)]
+        assert contents == ["", "one"] and server.generating == 1  # the first token, before the last is made
+        stream.close()
+        deadline = time.monotonic() + 5
+        while server.abandoned == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.abandoned == 1 and server.generating == 0  # the client left: generation stopped
+
+
+STREAM_FAULTS = [
+    (Fault("timeout", delay=1.0), openai.APITimeoutError),
+    (Fault("truncated"), openai.APIConnectionError),
+    (Fault("invalid_json"), json.JSONDecodeError),
+]
+
+
+@pytest.mark.parametrize("fault, error", STREAM_FAULTS, ids=[f.kind for f, _ in STREAM_FAULTS])
+def test_each_fault_of_a_stream_is_the_right_client_exception(server, fault, error):
+    server.fail_next(fault)
+    with sync_client(server, timeout=0.5) as client, pytest.raises(error):
+        for _ in client.chat.completions.create(model="m", messages=MESSAGES, stream=True):
+            pass
+    assert len(server.requests) == 1
+
+
+# --- slots, as llama.cpp serves them -----------------------------------------------------------
+
+def test_a_server_with_slots_serves_that_many_at_once_and_queues_the_rest_silently():
+    async def one(client: openai.AsyncOpenAI, events: list[str]) -> str:
+        async with await client.chat.completions.create(model="m", messages=MESSAGES, stream=True) as stream:
+            events.append("status")  # the status line came: a slot took it
+            reply = ""
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content and not reply:
+                    events.append("token")
+                reply += chunk.choices[0].delta.content or "" if chunk.choices else ""
+        return reply
+
+    async def main() -> tuple[list[str], list[str]]:
+        async with async_client(server) as client:
+            events: list[str] = []
+            return await asyncio.gather(*(one(client, events) for _ in range(3))), events
+
+    with ScriptedServer(lambda request: Reply("a b c d", pace=0.2), slots=2) as server:
+        replies, events = asyncio.run(main())
+        assert replies == ["a b c d"] * 3
+        assert server.max_generating == 2 and server.max_queued == 1 and server.abandoned == 0
+        # the third heard nothing, not even its status line, while the first two generated
+        assert events[:2] == ["status", "status"] and events.index("token") < events.index("status", 2)
+
+
+def test_props_reports_the_slots_as_llama_cpp_does_and_others_have_none():
+    def props(server: ScriptedServer) -> int | None:
+        try:
+            with urllib.request.urlopen(f"{server.url}/props", timeout=5) as response:
+                return json.load(response)["total_slots"]
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    with ScriptedServer(slots=3) as llama, ScriptedServer(slots=3, report_slots=False) as ollama, \
+            ScriptedServer() as plain:
+        assert (props(llama), props(ollama), props(plain)) == (3, 404, 404)
+
+
+def test_a_server_without_a_queue_refuses_a_request_for_a_busy_slot_with_503():
+    with ScriptedServer(lambda request: Reply("a b c", pace=0.2), slots=1, queue=False) as server, \
+            sync_client(server) as client:
+        stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+        next(iter(stream))
+        with pytest.raises(openai.InternalServerError, match="no slot available") as caught:
+            ask(client)
+        assert caught.value.status_code == 503 and server.refused_busy == 1
+        assert "".join(c.choices[0].delta.content or "" for c in stream) == "a b c"
+        assert ask(client).choices[0].message.content == "a b c"  # the slot is free again

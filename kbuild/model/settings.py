@@ -24,8 +24,15 @@ class ModelSettings(BaseModel):
     api_key: str | None = None
     temperature: float = 0.0
     max_tokens: int | None = Field(None, gt=0)  # a cap; each call is sized from its task's input
-    timeout: float = Field(120.0, gt=0)  # seconds per call
-    max_retries: int = Field(4, ge=0)  # 429 (honouring Retry-After), 5xx, timeouts, dropped connections
+    # seconds the server may send nothing before a call fails: a streamed reply that keeps coming
+    # is never cut off (OpenAI's own API answers in one body: there, the seconds for the whole reply)
+    timeout: float = Field(120.0, gt=0)
+    # 429 (honouring Retry-After), 5xx, refused or dropped connections; never a call that timed
+    # out, which the server may still be answering
+    max_retries: int = Field(4, ge=0)
+    # requests sent to the server at once; None: as many as it serves (llama.cpp's slots, else
+    # learned from how it queues, from 1 on a local server; OpenAI's API: `max_calls`)
+    concurrency: int | None = Field(None, ge=1)
     validation_retries: int = Field(2, ge=0)  # a reply that does not fit the schema is asked again this often
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
