@@ -257,3 +257,51 @@ def test_a_note_a_person_confirmed_comes_in_confirmed(exported, fresh, tmp_path)
     result = kbuild(fresh, "import", str(bundle))
     assert result.exit_code == 0, result.output
     assert "status: confirmed" in (fresh / "kb/shop/notes/refund-days.md").read_text()
+
+
+def test_a_forged_archive_is_refused_as_a_forged_folder_is(exported, fresh, tmp_path):
+    import tarfile
+
+    def payload(manifest: dict[str, Any], files: dict[str, bytes]) -> None:
+        described = json.loads(files["sources.json"])
+        described[0]["ext"] = "/../../../../Kbuildfile.py"
+        files["sources.json"] = json.dumps(described).encode()
+
+    folder = forge(exported, tmp_path / "forged", payload)
+    archive = tmp_path / "forged.tar.gz"
+    with tarfile.open(archive, "w:gz") as out:
+        for file in sorted(folder.rglob("*")):
+            out.add(file, file.relative_to(folder).as_posix(), recursive=False)
+    refused(fresh, archive, "ext", "/../../../../Kbuildfile.py")
+
+
+def test_a_file_of_a_bundle_folder_that_links_out_of_it_is_refused(exported, fresh, tmp_path):
+    """Even one whose hash is right: a bundle holds its files, it does not point at others."""
+    bundle = forge(exported, tmp_path / "forged", lambda manifest, files: None)
+    note = bundle / "notes/refund-days.md"
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_bytes(note.read_bytes())
+    note.unlink()
+    note.symlink_to(elsewhere)
+    refused(fresh, bundle, "notes/refund-days.md", "link out of the bundle")
+
+
+def test_an_import_refuses_when_sources_yml_changes_under_it_and_keeps_the_other_change(exported, fresh, monkeypatch):
+    """Another command lists a source while the import stages its own entries: the import is
+    refused (its entries would drop the other's), and the other's entry stays."""
+    from kbuild.store import sources
+
+    real = sources.add
+    listed = fresh / "kb/shop/sources.yml"
+
+    def meanwhile(file: Path, source: Any) -> None:
+        real(file, source)
+        if not listed.exists():
+            real(listed, sources.Source(id="other", url="https://example.com/other.md"))
+
+    monkeypatch.setattr(sources, "add", meanwhile)
+    result = kbuild(fresh, "import", str(exported))
+    monkeypatch.undo()
+    assert result.exit_code == 2 and "changed while importing" in result.output and "Traceback" not in result.output
+    assert "id: other" in listed.read_text() and "payments" not in listed.read_text()
+    assert sorted(p.name for p in listed.parent.iterdir()) == ["sources.yml"]
