@@ -429,6 +429,10 @@ def _plan_import(root: Path, store: Store, bundle: Bundle, project: str | None) 
         titled = {"title": described.title} if described.title else {}
         if described.raw is not None:
             target = f"{store.project(project)}/{IMPORTED}/{described.id}{described.ext}"
+            if (root / target).exists() and not same_file(target, described.hash):
+                plan.conflicts.append(f"source {described.id}: {target} is here with other bytes, listed by no "
+                                      "source; the bundle's copy is left out (move that file away to import it)")
+                continue
             plan.writes[target] = bundle.files[described.raw]
             plan.entries.append(Source(id=described.id, path=target, **titled))
             plan.add_sources.append(f"{described.id} (its copy, to {target})")

@@ -305,3 +305,13 @@ def test_an_import_refuses_when_sources_yml_changes_under_it_and_keeps_the_other
     assert result.exit_code == 2 and "changed while importing" in result.output and "Traceback" not in result.output
     assert "id: other" in listed.read_text() and "payments" not in listed.read_text()
     assert sorted(p.name for p in listed.parent.iterdir()) == ["sources.yml"]
+
+
+def test_an_import_never_writes_over_a_file_it_finds_where_it_would_put_a_copy(exported, fresh):
+    mine = fresh / "kb/shop/imported/payments.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("my own notes, not the bundle's copy\n")
+    result = kbuild(fresh, "import", str(exported))
+    assert result.exit_code == 1 and "conflict: source payments: kb/shop/imported/payments.md is here" in result.output
+    assert mine.read_text() == "my own notes, not the bundle's copy\n"
+    assert "payments" not in (fresh / "kb/shop/sources.yml").read_text()
