@@ -105,7 +105,7 @@ class DeltaRefused(ValueError):
         self.revision = revision
 
 
-def _checked(text: str, where: str) -> None:
+def _checked(text: str, where: str, again: str = "send the delta again") -> None:
     """The checks a source's text gets, applied before the delta is stored."""
     from .checks.injection import find_injections
     from .checks.secrets import find_secrets
@@ -113,7 +113,7 @@ def _checked(text: str, where: str) -> None:
     secrets = sorted(set(find_secrets(text)))
     if secrets:
         raise DeltaRefused(f"{where} holds what looks like {', '.join(secrets)}; take it out (and rotate it if it "
-                           "is real), then send the delta again")
+                           f"is real), then {again}")
     injections = find_injections(text)
     if injections:
         raise DeltaRefused(f"{where} holds {injections[0]}; a note states what was found, it does not instruct "
@@ -130,6 +130,30 @@ def _evidence(root: Path, provenance: Provenance, where: str) -> list[Evidence]:
         raise DeltaRefused(f"{where}: evidence {provenance.evidence!r} is not a file inside the project; give a "
                            "path from the project's root")
     return [Evidence(path=full.relative_to(root.resolve()).as_posix(), hash=hash_bytes(full.read_bytes()))]
+
+
+def check_arriving(root: Path, note: Note, where: str) -> None:
+    """The checks a delta passes, made of a note that arrives whole with its history (a bundle's,
+    `kbuild import`): its words hold no secret and instruct no model, its evidence lies inside the
+    project, and it says confirmed only when a person made it so (its last words were a person's
+    own, or a person confirmed it after them). DeltaRefused saying which."""
+    header = note.header
+    for text in (header.title, note.body, header.withdrawn_because or ""):
+        _checked(text, where, again="export the bundle again")
+    for evidence in header.evidence:
+        if not (root / evidence.path).resolve().is_relative_to(root.resolve()):
+            raise DeltaRefused(f"{where}: evidence {evidence.path!r} is not a path inside the project")
+    if header.status != "confirmed":
+        return
+    worded = [n for n, e in enumerate(header.history) if e.action in ("add", "append", "supersede")]
+    last = header.history[worded[-1]] if worded else None
+    if last is not None and last.action == "add" and last.origin == "user":
+        return
+    if any(e.action == "confirm" and e.origin == "user" for e in header.history[worded[-1] + 1 if worded else 0:]):
+        return
+    writer = f" (its last words are {last.by}'s, {last.origin})" if last is not None else ""
+    raise DeltaRefused(f"{where} says confirmed, but no person confirmed it{writer}; only a person's own words may "
+                       "enter as confirmed: `kbuild confirm` it where it was written, then export the bundle again")
 
 
 def _event(action: str, revision: int, provenance: Provenance, at: str) -> Event:

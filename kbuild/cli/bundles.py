@@ -43,7 +43,7 @@ def import_command(session: Session, bundle: Path, project: str | None, dry_run:
 
     Example: kbuild import payments-bundle.tar.gz --dry-run   (then: kbuild import ... && kbuild)
     """
-    from ..bundle import BundleError, apply_import, plan_import, read_bundle
+    from ..bundle import BundleError, ImportFailed, apply_import, plan_import, read_bundle
     from ..store.layout import BadId, check_id
 
     spec, _ = session.load()
@@ -62,7 +62,7 @@ def import_command(session: Session, bundle: Path, project: str | None, dry_run:
     for source in plan.add_sources:
         click.echo(f"  {would}add source {source}")
     for stone in plan.tombstones:
-        click.echo(f"  {would}add the tombstone of {stone}")
+        click.echo(f"  {would}add the tombstone of {stone.id}")
     for line in plan.missing_sources:
         click.echo(f"  missing: {line}")
     for line in plan.conflicts:
@@ -73,7 +73,12 @@ def import_command(session: Session, bundle: Path, project: str | None, dry_run:
         click.echo(f"  differs: fact {fact}")
     if dry_run:
         return
-    apply_import(spec.root, app.store, found, plan)
+    try:
+        apply_import(spec.root, app.store, plan)
+    except BundleError as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    except ImportFailed as exc:
+        raise KbuildError(str(exc), FAILED) from None
     click.echo("run `kbuild` to build what it added" + ("; `kbuild check` lists the conflicts" if plan.conflicts else ""))
     if plan.conflicts or plan.missing_sources:
         raise click.exceptions.Exit(FAILED)
