@@ -147,7 +147,7 @@ def check_arriving(root: Path, note: Note, where: str) -> None:
         return
     worded = [n for n, e in enumerate(header.history) if e.action in ("add", "append", "supersede")]
     last = header.history[worded[-1]] if worded else None
-    if last is not None and last.action == "add" and last.origin == "user":
+    if last is not None and last.origin == "user":
         return
     if any(e.action == "confirm" and e.origin == "user" for e in header.history[worded[-1] + 1 if worded else 0:]):
         return
