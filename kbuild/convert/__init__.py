@@ -15,6 +15,7 @@ from .formats import PAGED, UNSUPPORTED, extension, sniff, text_kind
 from .limits import FIGURE_DPI, MAX_PAGES, MAX_SOURCE_BYTES, PAGE_DPI
 from .markdown import clean_markdown
 from .model import ConversionError, Converted, Figure
+from .office import OFFICE, convert_office
 from .text import plain_letters
 
 __all__ = [
@@ -62,6 +63,15 @@ def _convert(data: bytes, filename: str) -> Converted:
             f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF "
             "(or Markdown) and use that file instead"
         )
+    if ext in OFFICE:
+        return convert_office(data, ext)
+    if ext == "ipynb":
+        from .notebook import convert_notebook
+
+        notebook = convert_notebook(data)
+        if notebook is not None:
+            return notebook  # any other JSON is read as code
+        ext = "json"
     if ext in ("xml", "rss", "atom"):
         from .feed import convert_feed
 

@@ -29,7 +29,7 @@ MARKDOWN = {"md", "markdown", "mdown", "mkd", "mkdn"}
 RST = {"rst", "rest"}
 HTML = {"html", "htm", "xhtml"}
 CODE = {
-    "py", "pyi", "pyx", "ipynb", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java", "kt",
+    "py", "pyi", "pyx", "js", "mjs", "cjs", "jsx", "ts", "tsx", "go", "rs", "java", "kt",
     "kts", "scala", "groovy", "gradle", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "cs",
     "m", "mm", "swift", "rb", "php", "pl", "pm", "lua", "r", "jl", "dart", "ex", "exs", "erl",
     "hrl", "hs", "ml", "mli", "fs", "clj", "cljs", "el", "lisp", "scm", "vim", "zig", "nim", "v",
@@ -39,17 +39,14 @@ CODE = {
     "cmake", "mk", "make", "dockerfile", "nix", "sol", "asm", "s",
 }
 
-# Formats we recognise but cannot read: the error says what to export them to.
+# Formats we recognise but cannot read: the error says what to export them to. (DOCX, PPTX, XLSX
+# and XLS are read by kbuild.convert.office.)
 UNSUPPORTED: dict[str, str] = {
     "doc": "a Word document",
-    "docx": "a Word document",
     "odt": "an OpenDocument text",
     "rtf": "an RTF document",
     "ppt": "a PowerPoint deck",
-    "pptx": "a PowerPoint deck",
     "odp": "an OpenDocument presentation",
-    "xls": "an Excel workbook",
-    "xlsx": "an Excel workbook",
     "ods": "an OpenDocument spreadsheet",
     "pages": "an Apple Pages document",
     "key": "an Apple Keynote deck",
