@@ -359,6 +359,17 @@ def test_html_title_used_when_no_h1() -> None:
     assert result.text == "# Page name\n\nbody\n"
 
 
+def test_a_page_of_menus_alone_keeps_its_menus() -> None:
+    """A site's navigation is dropped around an article; a page that is nothing but a menu (a
+    sitemap, docling's hyperlink_03.html) has no other words, so its menu is its content."""
+    menu = b"""<html><body><ul class="nav navbar-nav"><li class="dropdown"><a href="#">My Section</a>
+    <ul class="dropdown-menu" role="menu"><li>This is my <a href="/home.html">Homepage</a></li></ul></li></ul>
+    </body></html>"""
+    assert convert(menu, "sitemap.html").text == "- My Section\n   - This is my [Homepage](/home.html)\n"
+    article = b"<nav><a href='/'>Home</a></nav><main><p>The article.</p></main>"
+    assert convert(article, "page.html").text == "The article.\n"
+
+
 def test_html_declared_charset_is_honoured() -> None:
     data = '<meta charset="windows-1252"><p>café</p>'.encode("cp1252")
     result = convert(data, "x.html")

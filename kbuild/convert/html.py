@@ -75,9 +75,10 @@ class _Table:
 
 
 class _ToMarkdown(HTMLParser):
-    def __init__(self, fragment: bool = False, scope: str | None = None) -> None:
+    def __init__(self, fragment: bool = False, scope: str | None = None, chrome: bool = False) -> None:
         super().__init__(convert_charrefs=True)
         self.fragment = fragment
+        self.chrome = chrome  # keep the site's chrome: a page that is nothing else
         self.scope = scope  # "main" or "article": only what stands inside it is the page's content
         self.scope_depth = 0
         # (markdown, is a list item, starts a list, blockquote depth)
@@ -123,7 +124,7 @@ class _ToMarkdown(HTMLParser):
             # as the same tag in a sentence is (kbuild.text.inline): shown as code, never run or hidden
             self.inline.append(code_span(self.get_starttag_text() or f"<{tag}>"))
             return
-        if tag in _SKIP or (not self.fragment and _is_chrome(attrs)):
+        if (tag in _SKIP and not (self.chrome and tag == "nav")) or (not (self.fragment or self.chrome) and _is_chrome(attrs)):
             self.skip_tag, self.skip_depth = tag, 1
             return
         if tag in _HEADINGS:
@@ -404,15 +405,21 @@ def html_to_markdown(html: str, fragment: bool = False) -> str:
         landmarks.feed(html)
         landmarks.close()
         scope = "main" if "main" in landmarks.found else "article" if "article" in landmarks.found else None
-    parser = _ToMarkdown(fragment=fragment, scope=scope)
-    parser.feed(html)
-    parser.close()
-    markdown = parser.result()
+    markdown = _markdown(html, fragment, scope)
+    if not fragment and not re.search(r"\w", markdown):  # a page of menus alone: its menus are its content
+        markdown = _markdown(html, fragment, scope, chrome=True)
     if not held:
         return markdown
     # a code span put back into a table row keeps its "|" escaped, as GFM wants, or it splits the cell
     return "\n".join(_HELD.sub(lambda m: held[int(m.group(1))].replace("|", "\\|") if line.lstrip().startswith("|")
                                else held[int(m.group(1))], line) for line in markdown.split("\n"))
+
+
+def _markdown(html: str, fragment: bool, scope: str | None, chrome: bool = False) -> str:
+    parser = _ToMarkdown(fragment=fragment, scope=scope, chrome=chrome)
+    parser.feed(html)
+    parser.close()
+    return parser.result()
 
 
 def convert_html(data: bytes) -> Converted:
