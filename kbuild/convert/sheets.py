@@ -4,12 +4,18 @@ its header; columns empty in the whole block are left out, and a block of one ce
 text (a title above a table). A formula is shown by the value Excel last computed and saved with
 it; a formula saved with no value (a workbook written by a script) by its text. Numbers as Excel
 shows a whole number ("12", not "12.0"), dates in ISO form. A one-cell edit changes that row's
-line only (unless it makes a column appear or go). The same bytes give the same Markdown.
+line only (unless it makes a column appear or go). A chart is a line after its sheet's tables:
+its kind, title and series ("Line chart: Sales (2023, 2024)"), read from the package's XML, since
+openpyxl reads no chart in read-only mode. The same bytes give the same Markdown.
 """
 from __future__ import annotations
 
 import datetime
 import io
+import posixpath
+import re
+import zipfile
+from xml.etree import ElementTree
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -34,7 +40,7 @@ def convert_xlsx(data: bytes) -> Converted:
         sheets.append((name, rows))
     values.close()
     formulas.close()
-    return _workbook(sheets)
+    return _workbook(sheets, _charts(data))
 
 
 def convert_xls(data: bytes) -> Converted:
@@ -60,11 +66,12 @@ def convert_xls(data: bytes) -> Converted:
     return _workbook(sheets)
 
 
-def _workbook(sheets: Sequence[tuple[str, list[list[str]]]]) -> Converted:
+def _workbook(sheets: Sequence[tuple[str, list[list[str]]]], charts: dict[str, list[str]] | None = None) -> Converted:
     sections = []
     for name, rows in sheets:
         parts = [f"## {escape_text(' '.join(name.split()))}"]
         parts += [_block(block) for block in _blocks(rows)]
+        parts += [escape_text(chart, line_start=True) for chart in (charts or {}).get(name, [])]
         sections.append("\n\n".join(p for p in parts if p))
     text = "\n\n".join(sections)
     warnings = [] if any(len(s.splitlines()) > 1 for s in sections) else ["has no cell with a value; text.md holds only its sheets' names"]
@@ -113,3 +120,58 @@ def _text(value: Any) -> str:
         return value.isoformat()
     return " ".join(str(value).split())
 
+
+
+_RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+_R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+_CHART_NS = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_TEXT = "{http://schemas.openxmlformats.org/drawingml/2006/main}t"
+
+
+def _charts(data: bytes) -> dict[str, list[str]]:
+    """Each sheet's charts as lines ("Scatter chart: TITLE (SERIES, ...)"), in the order its
+    drawing lists them: sheet -> drawing -> chart, by the package's relationships."""
+    try:
+        package = zipfile.ZipFile(io.BytesIO(data))
+        if not any(n.startswith("xl/charts/") for n in package.namelist()):
+            return {}
+        targets = _targets(package, "xl/workbook.xml")
+        found: dict[str, list[str]] = {}
+        for sheet in ElementTree.fromstring(package.read("xl/workbook.xml")).iter():
+            if not sheet.tag.endswith("}sheet") or sheet.get(_R_ID) not in targets:
+                continue
+            sheet_part = targets[sheet.get(_R_ID, "")]
+            for drawing in _targets(package, sheet_part).values():
+                for chart in _targets(package, drawing).values():
+                    if chart.startswith("xl/charts/"):
+                        found.setdefault(sheet.get("name", ""), []).append(_chart_line(package.read(chart)))
+        return found
+    except (KeyError, zipfile.BadZipFile, ElementTree.ParseError):
+        return {}  # charts are a help to the reader: a workbook whose parts do not add up keeps its cells
+
+
+def _targets(package: zipfile.ZipFile, part: str) -> dict[str, str]:
+    """A part's relationships: id -> the part it points to, as a path in the package."""
+    folder, name = posixpath.split(part)
+    rels = posixpath.join(folder, "_rels", name + ".rels")
+    if rels not in package.namelist():
+        return {}
+    # a target is relative to the part's folder, or (as openpyxl writes them) absolute in the package
+    return {rel.get("Id", ""): posixpath.normpath(posixpath.join(folder, rel.get("Target", ""))).lstrip("/")
+            for rel in ElementTree.fromstring(package.read(rels)).iter(_RELS)
+            if rel.get("TargetMode") != "External"}
+
+
+def _chart_line(xml: bytes) -> str:
+    root = ElementTree.fromstring(xml)
+    plot = root.find(f".//{_CHART_NS}plotArea")
+    kinds = [child.tag.removeprefix(_CHART_NS) for child in plot if child.tag.endswith("Chart")] if plot is not None else []
+    kind = re.sub(r"(?<=[a-z])(?=[A-Z0-9])", " ", kinds[0].removesuffix("Chart")).lower() if kinds else ""
+    title = root.find(f"{_CHART_NS}chart/{_CHART_NS}title")
+    title_text = " ".join("".join(t.text or "" for t in title.iter(_TEXT)).split()) if title is not None else ""
+    names = (ser.find(f"{_CHART_NS}tx") for ser in root.iter(f"{_CHART_NS}ser"))
+    series = [" ".join("".join(v.text or "" for v in tx.iter(f"{_CHART_NS}v")).split()) for tx in names if tx is not None]
+    line = f"{kind.capitalize() + ' chart' if kind else 'Chart'}"
+    line += f": {title_text}" if title_text else ""
+    named = [s for s in series if s]
+    return line + (f" ({', '.join(named)})" if named else "")
