@@ -21,10 +21,11 @@ ALPHA = "# Alpha\n\nAlpha is the first letter. It has many uses in mathematics.\
 BETA = "# Beta\n\nBeta is the second letter. It follows alpha.\n"
 
 
-# git's own folder, without this interpreter's: the drivers must run from a PATH that lacks
-# the virtual environment, as an editor's or a GUI's git client has
-PLAIN_PATH = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                             if p and os.path.realpath(p) != os.path.realpath(os.path.dirname(sys.executable)))
+# git's own folder and the system's, none with a `kbuild` in it: the drivers must run from a
+# PATH without the virtual environment, as an editor's or a GUI's git client has
+PLAIN_PATH = os.pathsep.join(p for p in dict.fromkeys([os.path.dirname(shutil.which("git") or "/usr/bin/git"),
+                                                        "/usr/bin", "/bin"])
+                             if not os.path.exists(os.path.join(p, "kbuild")))
 
 
 def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
