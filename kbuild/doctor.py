@@ -222,7 +222,9 @@ def _lock_findings(engine: Engine) -> list[Finding]:
     try:
         files = [(file, len(memos)) for file, memos in lock.read()]
     except LockError as exc:
-        return [Finding("FAIL", str(exc), "take either side of the conflict and run `kbuild`")]
+        from .engine.lockfile import conflict_remedy
+
+        return [Finding("FAIL", str(exc), conflict_remedy())]
     if lock.split:  # a store split after `kbuild init` wrote .gitattributes has no line for the shards
         from .scaffold import GITATTRIBUTES_LINES
 

@@ -116,7 +116,9 @@ def failure(message: str, page: str, line: int | None) -> list[Problem]:
 
 def _failure_fix(page: str) -> str:
     if page.endswith(".lock"):
-        return "take either side of the conflict in kbuild.lock (git checkout --theirs kbuild.lock), then run `kbuild`"
+        from ..engine.lockfile import conflict_remedy
+
+        return conflict_remedy(page)
     return "fix the error it names, then run `kbuild check` again"
 
 

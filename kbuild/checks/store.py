@@ -86,7 +86,8 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
             if reason.kind is Change.OUTPUT_EDITED and reason.subject == path:
                 if (root / path).exists():
                     findings.append(Finding(path, "edited by hand: its content differs from the lock",
-                                            f"git checkout -- {path}  (or `kbuild` to write it again)",
+                                            f"`git checkout -- {path}` (or `kbuild build --force` to write it again, "
+                                            "keeping its text in .kbuild/overwritten/)",
                                             "hand-edited", path))
                 else:
                     findings.append(Finding(path, "missing: the lock says it was built", "kbuild", "missing-page", path))
