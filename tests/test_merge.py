@@ -320,3 +320,48 @@ def test_doctor_outside_git_says_nothing_of_merge_drivers(tmp_path):
         pytest.skip("the temporary folder is inside a git repository")
     ok(tmp_path, "init", str(tmp_path))
     assert "merge drivers" not in kbuild(tmp_path, "doctor").output
+
+
+LISTING = """# Sources of this project.
+kind: docs   # docs, or research
+sources:
+  - id: a
+    path: a.md
+  - id: b
+    path: b.md  # b
+"""
+
+
+def test_the_sources_merge_takes_each_change_from_the_side_that_made_it():
+    from kbuild.store.sourcesmerge import merge_listings
+
+    ours = LISTING.replace("path: a.md", "path: a.md\n    title: Alpha") + "  # why d\n  - id: d\n    path: d.md\n"
+    theirs = (LISTING.replace("kind: docs", "kind: research").replace("  - id: b\n    path: b.md  # b\n", "")
+              + "  # why c\n  - id: c\n    path: c.md  # c\n")
+    merged = merge_listings(LISTING, ours, theirs)
+    assert merged.conflicts == [] and merged.from_theirs == ["setting kind", "source b", "source c"]
+    assert merged.text == ("# Sources of this project.\nkind: research   # docs, or research\nsources:\n"
+                           "  - id: a\n    path: a.md\n    title: Alpha\n  # why d\n  - id: d\n    path: d.md\n"
+                           "  # why c\n  - id: c\n    path: c.md  # c\n")
+
+
+def test_the_sources_merge_conflicts_only_on_an_entry_both_sides_changed():
+    from kbuild.store.sourcesmerge import merge_listings
+
+    ours = LISTING.replace("path: b.md", "url: https://example.org/b") + "  - id: d\n    path: d.md\n"
+    theirs = LISTING.replace("path: b.md", "path: docs/b.md") + "  - id: d\n    path: d.md\n"
+    merged = merge_listings(LISTING, ours, theirs)
+    assert merged.conflicts == ["source b"]
+    assert ("<<<<<<< ours\n  - id: b\n    url: https://example.org/b  # b\n=======\n  - id: b\n"
+            "    path: docs/b.md  # b\n>>>>>>> theirs\n") in merged.text
+    assert merged.text.count("id: d") == 1  # added the same on both sides: no conflict
+
+
+def test_the_sources_merge_of_a_list_written_by_hand_in_flow_style():
+    from kbuild.store.sourcesmerge import merge_listings
+
+    merged = merge_listings("kind: docs\nsources: []\n", "kind: docs\nsources: [{id: a, path: a.md}]\n",
+                            "kind: docs\nsources:\n  - id: c\n    path: c.md\n")
+    from kbuild.store.sources import parse
+
+    assert merged.conflicts == [] and parse(merged.text.encode(), "sources.yml").ids == ["a", "c"]
