@@ -1,6 +1,10 @@
 """`kbuild doctor`: the setup checked, read-only, each finding with what to do about it."""
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Callable
@@ -48,6 +52,7 @@ def diagnose(load: Callable[[], tuple[Buildfile, Engine]]) -> list[Finding]:
     findings.append(_semantic(getattr(app, "semantic", None)))  # an application other than the knowledge base has none
     findings += _sources(app, spec.root) if app is not None else []
     findings += _local_files(spec.root, engine)
+    findings += _merge_drivers(spec.root)
     return findings
 
 
@@ -145,6 +150,60 @@ def _local_files(root: Path, engine: Engine) -> list[Finding]:
     return findings
 
 
+def _merge_drivers(root: Path) -> list[Finding]:
+    """Whether git merges the lock and sources.yml through kbuild here: .gitattributes names the
+    drivers, and git's config (which a clone does not copy) says what runs them. Nothing outside git."""
+    from .scaffold import GITATTRIBUTES_LINES, git_config_command, merge_drivers
+
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    inside = git("rev-parse", "--is-inside-work-tree")
+    if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
+        return []
+    findings = []
+    attributes = root / ".gitattributes"
+    present = attributes.read_text().splitlines() if attributes.is_file() else []
+    lacking = [line for line in GITATTRIBUTES_LINES if line not in present and not line.startswith("kbuild.lock.d/")]
+    if lacking:
+        findings.append(Finding("WARN", f".gitattributes does not send {len(lacking)} of kbuild's files to its "
+                                "drivers (git merges them as text)", "add the lines: " + "; ".join(lacking)))
+    missing: list[str] = []
+    gone: list[str] = []
+    for key in (k for k in merge_drivers() if k.endswith(".driver")):
+        name = key.split(".")[1]
+        found = git("config", "--get", key)
+        command = found.stdout.strip() if found is not None else ""
+        if not command:
+            missing.append(name)
+        elif not _runs(command):
+            gone.append(f"{name} runs `{command}`")
+    if missing:
+        findings.append(Finding("WARN", f"git's merge drivers are not registered here ({', '.join(missing)}; git "
+                                "does not clone them): a merge conflicts in kbuild.lock and sources.yml",
+                                git_config_command()))
+    elif gone:
+        findings.append(Finding("WARN", f"git's merge drivers name a program that is not there ({'; '.join(gone)})",
+                                git_config_command()))
+    else:
+        findings.append(Finding("PASS", "git's merge drivers are registered (kbuild.lock, sources.yml, the pages)"))
+    return findings
+
+
+def _runs(command: str) -> bool:
+    """Whether the program a driver's command starts with is there to run."""
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return False
+    if os.path.isabs(program):
+        return os.access(program, os.X_OK)
+    return shutil.which(program) is not None
+
+
 def _readable(path: Path) -> bool:
     try:
         path.read_bytes()
@@ -163,7 +222,9 @@ def _lock_findings(engine: Engine) -> list[Finding]:
     try:
         files = [(file, len(memos)) for file, memos in lock.read()]
     except LockError as exc:
-        return [Finding("FAIL", str(exc), "take either side of the conflict and run `kbuild`")]
+        from .engine.lockfile import conflict_remedy
+
+        return [Finding("FAIL", str(exc), conflict_remedy())]
     if lock.split:  # a store split after `kbuild init` wrote .gitattributes has no line for the shards
         from .scaffold import GITATTRIBUTES_LINES
 

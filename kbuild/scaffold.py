@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 from .buildfile import FILENAME
@@ -75,19 +77,38 @@ def start(directory: Path) -> Path:
 # Generated files are collapsed in pull requests' diffs (linguist-generated); the lock merges
 # through `kbuild merge-lock`, and a generated page both branches changed keeps our side (the
 # next `kbuild` writes it again, since the merged lock marks its query to run). sources.yml is
-# a person's: merged as text and shown.
+# a person's, shown in diffs, and merged entry by entry (`kbuild merge-sources`): two branches
+# that each add a source both append to it.
 GITATTRIBUTES_LINES = [
     "kb/** linguist-generated merge=kbuild-generated",
-    "kb/*/sources.yml -linguist-generated merge=text",
+    "kb/*/sources.yml -linguist-generated merge=kbuild-sources",
     "kbuild.lock linguist-generated merge=kbuild-lock",
     "kbuild.lock.d/*.lock linguist-generated merge=kbuild-lock",
 ]
-MERGE_DRIVERS = {
-    "merge.kbuild-lock.name": "kbuild.lock: the union of what each branch rebuilt",
-    "merge.kbuild-lock.driver": "kbuild merge-lock %O %A %B",
-    "merge.kbuild-generated.name": "a page kbuild generates: our side, the next kbuild writes it again",
-    "merge.kbuild-generated.driver": "true",
+DRIVER_NAMES = {
+    "kbuild-lock": "kbuild.lock: the union of what each branch rebuilt",
+    "kbuild-sources": "sources.yml: entry by entry, both sides' sources and comments kept",
+    "kbuild-generated": "a page kbuild generates: our side, the next kbuild writes it again",
 }
+
+
+def kbuild_command() -> str:
+    """How git is to run this kbuild: the interpreter running it now, by its absolute path, so
+    that a git client started without the virtual environment on its PATH (an editor's, a GUI's)
+    still finds it."""
+    return f"{shlex.quote(sys.executable)} -m kbuild"
+
+
+def merge_drivers() -> dict[str, str]:
+    """The git config keys of kbuild's merge drivers and their values, for this kbuild."""
+    run = kbuild_command()
+    drivers = {"kbuild-lock": f"{run} merge-lock %O %A %B", "kbuild-sources": f"{run} merge-sources %O %A %B %P",
+               "kbuild-generated": "true"}
+    config: dict[str, str] = {}
+    for name, driver in drivers.items():
+        config[f"merge.{name}.name"] = DRIVER_NAMES[name]
+        config[f"merge.{name}.driver"] = driver
+    return config
 
 
 def write_gitattributes(directory: Path) -> None:
@@ -107,9 +128,9 @@ def add_lines(path: Path, lines: list[str], comment: str) -> None:
 
 
 def git_config_command() -> str:
-    """The commands that set up the merge drivers by hand (git config is not cloned)."""
-    return "; ".join(f"git config {key} {json.dumps(value)}" for key, value in MERGE_DRIVERS.items()
-                     if key.endswith(".driver"))
+    """The shell command that registers the merge drivers in a clone (git does not clone its config)."""
+    return " && ".join(f"git config {key} {shlex.quote(value)}" for key, value in merge_drivers().items()
+                       if key.endswith(".driver"))
 
 
 def setup_git(directory: Path) -> str | None:
@@ -120,7 +141,7 @@ def setup_git(directory: Path) -> str | None:
                                 capture_output=True, text=True)
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return "not a git repository"
-        for key, value in MERGE_DRIVERS.items():
+        for key, value in merge_drivers().items():
             done = subprocess.run(["git", "-C", str(directory), "config", key, value], capture_output=True, text=True)
             if done.returncode != 0:
                 return f"git config {key} failed: {done.stderr.strip() or done.returncode}"

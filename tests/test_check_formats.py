@@ -92,7 +92,7 @@ def test_github_one_annotation_per_root_cause_most_important_first(repo):
     assert edited[0]["file"] == f"sub/{VIEW}" and "line" not in edited[0]
     assert "It makes 3 pages stale: sub/kb/shop/artifacts/index.md" in edited[1]
     assert "no passing grounding verdict" in edited[1]  # a consequence of the edit, not an annotation of its own
-    assert "Fix (in sub/): git checkout -- " + VIEW in edited[1]
+    assert "Fix (in sub/): `git checkout -- " + VIEW + "`" in edited[1]
 
     # The deleted fact is one cause: the links to it are listed with it, each with its line.
     assert missing[0]["file"] == f"sub/{FACT}"

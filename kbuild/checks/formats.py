@@ -32,6 +32,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "outside-link": ("Link outside the store", 5, "major"),
     "changed-input": ("Input changed, store not rebuilt", 6, "major"),
     "changed-rule": ("Rule changed, store not rebuilt", 7, "major"),
+    "merged": ("Changed on both branches of a merge", 7, "major"),
     "lock-layout": ("Lock not laid out as the Kbuildfile says", 7, "major"),
     "sources-file": ("Problem in sources.yml", 8, "major"),
     "not-built": ("Listed but not built", 9, "major"),
@@ -49,7 +50,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
 _UNKNOWN = ("kbuild check", 99, "major")
 # What a root cause takes in: the findings that are its consequence, not problems of their own.
 _FOLLOWS = {"stale", "ungrounded", "dangling-link"}
-_ROOTS = {"hand-edited", "missing-page", "changed-input", "changed-rule"}
+_ROOTS = {"hand-edited", "missing-page", "changed-input", "changed-rule", "merged"}
 
 
 @dataclass
@@ -115,7 +116,9 @@ def failure(message: str, page: str, line: int | None) -> list[Problem]:
 
 def _failure_fix(page: str) -> str:
     if page.endswith(".lock"):
-        return "take either side of the conflict in kbuild.lock (git checkout --theirs kbuild.lock), then run `kbuild`"
+        from ..engine.lockfile import conflict_remedy
+
+        return conflict_remedy(page)
     return "fix the error it names, then run `kbuild check` again"
 
 

@@ -68,11 +68,16 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
                                 f"kbuild, then commit {lock} and {_shown(engine, engine.lock.folder)}/",
                                 "lock-layout", lock))
 
+    lock_file = _shown(engine, engine.lock_path)
     for qid, (reason, cause_qid) in sorted(stale.items()):
         memo = memos.get(qid)
         if memo is None:
             continue  # a query nobody has built: reported below as what it is (a source, a view)
-        kind, cause, why, first = _root(stale[cause_qid][0], memos.get(cause_qid), root)
+        cause_reason = stale[cause_qid][0]
+        read = stale.get(cause_reason.subject) if cause_reason.kind is Change.DEPENDENCY_CHANGED else None
+        if read is not None and stale[read[1]][0].kind is Change.MERGED:  # it read what the merge chose: the merge's
+            cause_qid, cause_reason = read[1], stale[read[1]][0]
+        kind, cause, why, first = _root(cause_reason, memos.get(cause_qid), root, lock_file)
         if first is not None:  # the change itself: the input, the rule
             findings.append(first)
         for path in sorted(memo.outputs):
@@ -81,7 +86,8 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
             if reason.kind is Change.OUTPUT_EDITED and reason.subject == path:
                 if (root / path).exists():
                     findings.append(Finding(path, "edited by hand: its content differs from the lock",
-                                            f"git checkout -- {path}  (or `kbuild` to write it again)",
+                                            f"`git checkout -- {path}` (or `kbuild build --force` to write it again, "
+                                            "keeping its text in .kbuild/overwritten/)",
                                             "hand-edited", path))
                 else:
                     findings.append(Finding(path, "missing: the lock says it was built", "kbuild", "missing-page", path))
@@ -241,10 +247,15 @@ def harness_findings(spec: Any) -> list[Finding]:
     return found
 
 
-def _root(reason: Reason, memo: Memo | None, root: Path) -> tuple[str, str, str, Finding | None]:
+def _root(reason: Reason, memo: Memo | None, root: Path, lock: str) -> tuple[str, str, str, Finding | None]:
     """What a stale page is built on, as a person names it: (kind, cause, the sentence said of
     each page it makes stale, the finding of the change itself when it is not a page of the
     store's own). No query ids: a reader of a pull request knows files and rules."""
+    if reason.kind is Change.MERGED:  # one cause however many entries: the merge, shown on the lock
+        cause = f"{lock}: merged"
+        return "merged", cause, "both branches of a merge changed it", Finding(
+            lock, "both branches of a merge changed entries of it: the merge marked them to run again",
+            "kbuild, then commit kb/ and kbuild.lock", "merged", cause)
     if reason.kind is Change.INPUT_CHANGED:
         path = reason.subject
         gone = not (root / path).exists()

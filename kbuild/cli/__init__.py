@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "logs": ("inspection", "logs", "Every model call: prompt, response, tokens, latency, cost, and whether the "
                                    "cache answered."),
     "merge-lock": ("merge", "merge_lock", "Merge two sides of kbuild.lock into OURS, as git's merge driver (%O %A %B)."),
+    "merge-sources": ("merge", "merge_sources", "Merge two sides of a sources.yml into OURS entry by entry, as git's "
+                                                "merge driver (%O %A %B %P)."),
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
     "remove": ("sources", "remove", "Take a source out of kb/PROJECT/sources.yml; the next build removes its pages."),

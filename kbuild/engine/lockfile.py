@@ -295,13 +295,28 @@ def read_lock(path: Path) -> dict[str, Memo]:
             raise
         conflict = _conflict_line(data)
         if conflict is not None:
-            raise LockError(f"{path} has merge conflict markers (line {conflict}); take either side "
-                            "(git checkout --ours or --theirs -- kbuild.lock) and run `kbuild` to bring it up to date"
-                            ) from None
-        raise LockError(
-            f"{path} is not a valid kbuild lock ({exc}); if a merge conflict left it broken, "
-            "take either side and run `kbuild` to bring it up to date"
-        ) from None
+            raise LockError(f"{path} has merge conflict markers (line {conflict}); "
+                            f"{conflict_remedy(_shown_lock(path))}") from None
+        raise LockError(f"{path} is not a valid kbuild lock ({exc}); if a merge left it so, "
+                        f"{conflict_remedy(_shown_lock(path))}") from None
+
+
+# What to do with a lock a merge left conflicted, in every message that finds one: each way is
+# followed as written in tests/test_advice.py. Taking one side leaves the pages the other side
+# rebuilt differing from the lock, which only a forced build writes again (a plain one refuses).
+def take_a_side(lock: str = "kbuild.lock") -> str:
+    return (f"take one side (`git checkout --theirs -- {lock}`, or a commit's) and run `kbuild build --force`, "
+            "which writes again the pages of the other side and keeps their text in .kbuild/overwritten/")
+
+
+def conflict_remedy(lock: str = "kbuild.lock") -> str:
+    return (f"run `kbuild merge-lock` (it merges the two sides git kept, entry by entry), then `kbuild`; "
+            f"or {take_a_side(lock)}")
+
+
+def _shown_lock(path: Path) -> str:
+    """A lock file as a command in its repository names it: kbuild.lock, or kbuild.lock.d/NAME."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name.endswith(".lock.d") else path.name
 
 
 def _conflict_line(data: bytes) -> int | None:

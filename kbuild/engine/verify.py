@@ -15,6 +15,7 @@ from typing import Literal
 from .rule import Rule
 from .sourcetexts import SourceTexts
 from .hashing import ABSENT, FAILED
+from .lockmerge import STALE_FINGERPRINT
 from .state import FileRead, Memo, PartHash
 
 
@@ -24,6 +25,7 @@ class Change(enum.Enum):
     NEVER_BUILT = "never built"
     RULE_GONE = "rule gone"
     RULE_CHANGED = "rule changed"
+    MERGED = "changed on both sides of a merge"  # the lock merge marked it to run again (engine.lockmerge)
     OUTPUT_EDITED = "output edited"
     INPUT_CHANGED = "input changed"
     DEPENDENCY_CHANGED = "dependency changed"
@@ -41,6 +43,7 @@ _SENTENCES: dict[Change, str] = {
     Change.NEVER_BUILT: "new",
     Change.RULE_GONE: "rule {} is not defined any more",
     Change.RULE_CHANGED: "rule {} changed",
+    Change.MERGED: "both branches of a merge changed it",
     Change.OUTPUT_EDITED: "output {} is missing or was edited",
     Change.INPUT_CHANGED: "{} changed",
     Change.DEPENDENCY_CHANGED: "{} changed",
@@ -83,6 +86,8 @@ def outside_reads(memo: Memo | None, rules: Mapping[str, Rule], sources: SourceT
     r = rules.get(memo.rule)
     if r is None:
         return Reason.of(Change.RULE_GONE, memo.rule)
+    if memo.fingerprint == STALE_FINGERPRINT:
+        return Reason.of(Change.MERGED, memo.rule)
     if r.fingerprint_with(sources) != memo.fingerprint:
         return Reason.of(Change.RULE_CHANGED, memo.rule)
     for path, digest in memo.outputs.items():
