@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -218,24 +219,29 @@ def parse(data: bytes, where: str) -> Listing:
     sources: list[Source] = []
     problems: list[str] = []
     broken: dict[str, str] = {}
+    failed: list[tuple[int, Any, ValidationError]] = []
     seen: set[str] = set()
     for n, entry in enumerate(project.sources, start=1):
         try:
             source = Source.model_validate(dict(entry) if isinstance(entry, dict) else entry)
         except ValidationError as exc:
-            label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
-            message = f"{where}: source {label}: {one_line(exc)}; its pages are kept until it is fixed"
-            if isinstance(label, str) and _valid_id(label) and label not in seen:
-                broken[label] = message
-                seen.add(label)
-            else:
-                problems.append(f"{where}: source {label}: {one_line(exc)}")
+            failed.append((n, entry, exc))
             continue
         if source.id in seen:
             problems.append(f"{where}: source id {source.id!r} is listed twice; give each source its own id")
             continue
         seen.add(source.id)
         sources.append(source)
+    # An entry that does not validate fails as the source it names, which keeps its pages: were
+    # it left nameless, the build would take its source for one taken out and delete them
+    for n, entry, exc in failed:
+        meant = _meant_id(entry)
+        if meant is not None and meant not in seen:
+            broken[meant] = f"{where}: source {meant}: {one_line(exc)}; its pages are kept until it is fixed"
+            seen.add(meant)
+        else:
+            label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
+            problems.append(f"{where}: source {label}: {one_line(exc)}")
     views: list[ViewRequest] = []
     for n, entry in enumerate(project.views, start=1):
         try:
@@ -266,6 +272,33 @@ def _valid_id(value: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _meant_id(entry: Any) -> str | None:
+    """The id of the source an entry that does not validate was meant for: its `id` (or a key
+    misspelt for it: `ie`, `Id`), written as an id (`Shipping` is `shipping`); else the id `kbuild
+    add` gives its path or url. None when the entry names nothing an id can be drawn from."""
+    if isinstance(entry, str | int):
+        entry = {"id": entry}
+    if not isinstance(entry, dict):
+        return None
+    id_keys = [k for k in entry if isinstance(k, str) and len(k.strip()) <= 3
+               and SequenceMatcher(None, k.strip().lower(), "id").ratio() >= 0.5]
+    for key in sorted(id_keys, key=lambda k: k != "id"):  # the key spelt right first
+        value = entry[key]
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            written = str(value).strip().lower()
+            if _valid_id(written):
+                return written
+            if any(c.isalnum() for c in written) and _valid_id(slug(written)):
+                return slug(written)
+    origin = entry.get("path") or entry.get("url")
+    if isinstance(origin, str):
+        name = urlparse(origin).path if urlparse(origin).scheme in URL_SCHEMES else origin
+        stem = name.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if any(c.isalnum() for c in stem) and _valid_id(slug(stem)):
+            return slug(stem)
+    return None
 
 
 def resolve_path(root: Path, path: str) -> Path:
