@@ -29,8 +29,10 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from ..convert import limits
+from ..engine.files import atomic_write
 from ..text.slugs import slug
 from .layout import check_id
+from .writelock import editing
 
 URL_SCHEMES = ("http", "https", "file")
 _URL = TypeAdapter(AnyUrl)  # pydantic's parser (the WHATWG rules): hosts, ports, encodings
@@ -379,20 +381,24 @@ def remove(file: Path, section: str, key: str, value: str) -> None:
     """Take the entry whose `key` is `value` out of `section` of sources.yml, keeping the rest of
     the file as a person wrote it (comments, order, quoting)."""
     yaml = _yaml()
-    doc = yaml.load(file.read_text("utf-8"))
-    entries = doc.get(section) if isinstance(doc, dict) else None
-    found = [n for n, e in enumerate(entries or []) if isinstance(e, dict) and e.get(key) == value]
-    if not found:
-        raise SourcesError(f"{file} lists no {section[:-1]} {value!r}")
-    del entries[found[0]]
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    file.write_text(out.getvalue(), "utf-8")
+    with editing(file.parent):  # read under the lock: another command's entry is not dropped
+        doc = yaml.load(file.read_text("utf-8"))
+        entries = doc.get(section) if isinstance(doc, dict) else None
+        found = [n for n, e in enumerate(entries or []) if isinstance(e, dict) and e.get(key) == value]
+        if not found:
+            raise SourcesError(f"{file} lists no {section[:-1]} {value!r}")
+        del entries[found[0]]
+        atomic_write(file, _dump(yaml, doc).encode())
 
 
 def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     """Append a source, view or spec request to sources.yml (creating it), keeping a person's
     comments and order."""
+    with editing(file.parent):  # read under the lock: another command's entry is not dropped
+        _add(file, source)
+
+
+def _add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     yaml = _yaml()
     text = file.read_text("utf-8") if file.exists() else NEW_PROJECT
     parse(text.encode(), str(file))  # refuse to write into a file that is already broken
@@ -407,10 +413,8 @@ def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     if any(isinstance(e, dict) and e.get(key) == value for e in entries):
         raise SourcesError(f"{file} already lists {section[:-1]} {value!r}; choose another name")
     entries.append(CommentedMap(source.model_dump(exclude_none=True, exclude_defaults=not isinstance(source, SpecRequest))))
-    problems = parse(_dump(yaml, doc).encode(), str(file)).problems
+    written = _dump(yaml, doc)
+    problems = parse(written.encode(), str(file)).problems
     if problems:
         raise SourcesError(problems[-1])
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(out.getvalue(), "utf-8")
+    atomic_write(file, written.encode())  # whole: a build reading it meanwhile reads one version
