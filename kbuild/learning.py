@@ -9,6 +9,7 @@ is docs/learning.md (schema kbuild.delta/1).
 """
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -111,6 +112,10 @@ def _checked(text: str, where: str) -> None:
     from .checks.injection import find_injections
     from .checks.secrets import find_secrets
 
+    control = next((c for c in text if c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cs")), None)
+    if control is not None:  # a NUL or an escape sequence in a note fails every build after it
+        raise DeltaRefused(f"{where} holds the control character U+{ord(control):04X}; a note is text: take it "
+                           "out (tabs and line breaks may stay) and send the delta again")
     secrets = sorted(set(find_secrets(text)))
     if secrets:
         raise DeltaRefused(f"{where} holds what looks like {', '.join(secrets)}; take it out (and rotate it if it "

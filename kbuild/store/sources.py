@@ -21,7 +21,7 @@ import stat
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, urlparse
 
 from pydantic import AnyUrl, BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator, model_validator
 from ruamel.yaml import YAML
@@ -45,7 +45,7 @@ class SourcesError(ValueError):
 def check_url(url: str) -> str:
     """A url the fetcher can download: a known scheme, a host and a numeric port, no spaces.
     Checked both by pydantic's parser and by urlparse, which is what urllib fetches with."""
-    parts = urlparse(url)
+    parts = _parts(url)
     if parts.scheme not in URL_SCHEMES:
         raise ValueError(f"url {url!r} must start with http://, https:// or file://")
     if any(c.isspace() or not c.isprintable() for c in url):
@@ -61,6 +61,16 @@ def check_url(url: str) -> str:
     if parts.scheme != "file" and not parts.hostname:
         raise ValueError(f"url {url!r} has no host")
     return url
+
+
+def _parts(url: str) -> ParseResult:
+    """urlparse's parts, or ValueError with the url and what to fix (urlparse's own says only
+    "Invalid IPv6 URL")."""
+    try:
+        return urlparse(url)
+    except ValueError as exc:
+        raise ValueError(f"url {url!r} is not a valid url ({exc}); write the host as in a browser's "
+                         "address bar (an IPv6 address in [ ])") from None
 
 
 class Source(BaseModel):
@@ -296,7 +306,10 @@ def _meant_id(entry: Any) -> str | None:
                 return slug(written)
     origin = entry.get("path") or entry.get("url")
     if isinstance(origin, str):
-        name = urlparse(origin).path if urlparse(origin).scheme in URL_SCHEMES else origin
+        try:
+            name = urlparse(origin).path if urlparse(origin).scheme in URL_SCHEMES else origin
+        except ValueError:  # not a url urlparse reads: its id cannot come from it
+            return None
         stem = name.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
         if any(c.isalnum() for c in stem) and _valid_id(slug(stem)):
             return slug(stem)
@@ -344,7 +357,10 @@ def source_for(path_or_url: str, directory: Path, root: Path, source_id: str | N
     """The entry `kbuild add` lists for a url, or for a path (from `directory`) to a file inside
     `root`; its id from the file's name unless given. SourcesError (or pydantic's ValidationError
     for a bad id or url) when it cannot be listed."""
-    url = urlparse(path_or_url)
+    try:
+        url = _parts(path_or_url) if "://" in path_or_url else urlparse(path_or_url)
+    except ValueError as exc:
+        raise SourcesError(str(exc)) from None
     if url.scheme in URL_SCHEMES:
         name = url.path.rstrip("/").rsplit("/", 1)[-1] or url.netloc
         fields = {"url": path_or_url}
