@@ -65,9 +65,16 @@ class Outputs(BuildState):
                                                              "remove it yourself if it is not wanted")
             return
         if path in self.lock_only_outputs:  # only the lock's word says kbuild wrote it: a copy is kept
-            kept = self._keep_copy(path)
+            try:
+                kept = self._keep_copy(path)
+            except OSError as exc:  # no copy, no removal
+                self.report.warnings.setdefault(path, []).append(
+                    f"kept {path}, which no query produces any more: no copy of it could be kept ({exc.strerror}); "
+                    "remove it yourself if it is not wanted")
+                return
             self.report.warnings.setdefault(path, []).append(
-                f"removed {path}, which {self.lock_key} says a query no longer built wrote; a copy is in {kept}")
+                f"removed {path}, which {self.lock_key} says a query no longer built wrote; a copy is in "
+                f"{kept.relative_to(self.engine.root) if kept.is_relative_to(self.engine.root) else kept}")
         full.unlink(missing_ok=True)
         self.hasher.forget(path)
         for folder in full.parents:  # folders the removed files leave empty go too
