@@ -42,7 +42,16 @@ class Buildfile:
         from .engine import Engine  # asyncio and SQLite: not for the commands that only find the Kbuildfile
 
         return Engine(self.root, self.rules, max_calls=self.max_calls, output_folder=self.output_folder,
-                      split_lock=self.split_lock)
+                      split_lock=self.split_lock, may_write=self._may_write())
+
+    def _may_write(self) -> Callable[[str, str], bool] | None:
+        """The application's rules write only its store's pages (a Kbuildfile's own rules write
+        anywhere in the output folder)."""
+        app = self.application
+        if app is None:
+            return None
+        names, store = frozenset(r.name for r in app.rules), app.store
+        return lambda rule, path: rule not in names or store.generated(path)
 
     def inputs_in_output_folder(self) -> set[str]:
         """Files inside the output folder that a person edits, relative to the root: the

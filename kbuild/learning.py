@@ -9,6 +9,7 @@ is docs/learning.md (schema kbuild.delta/1).
 """
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -88,6 +89,7 @@ class Plan(BaseModel):
     steps: list[Step]
     writes: dict[str, str]  # note path -> its new text
     new_sources: list[str]  # note ids to list in sources.yml
+    bases: dict[str, int] = {}  # note id -> its revision when planned (0: absent), checked again when applied
 
 
 class BadDelta(ValueError):
@@ -110,6 +112,10 @@ def _checked(text: str, where: str, again: str = "send the delta again") -> None
     from .checks.injection import find_injections
     from .checks.secrets import find_secrets
 
+    control = next((c for c in text if c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cs")), None)
+    if control is not None:  # a NUL or an escape sequence in a note fails every build after it
+        raise DeltaRefused(f"{where} holds the control character U+{ord(control):04X}; a note is text: take it "
+                           "out (tabs and line breaks may stay) and send the delta again")
     secrets = sorted(set(find_secrets(text)))
     if secrets:
         raise DeltaRefused(f"{where} holds what looks like {', '.join(secrets)}; take it out (and rotate it if it "
@@ -262,21 +268,52 @@ def plan(root: Path, store: Store, delta: Delta, listed: set[str]) -> Plan:
             revise(found, "superseded", action.provenance, status="superseded", superseded_by=action.by)
         else:
             revise(found, "withdraw", action.provenance, status="withdrawn", withdrawn_because=action.reason)
-    writes = {store.note(delta.project, i): notes.render(n) for i, n in current.items() if n is not None
-              and any(s.note == i for s in steps)}
-    return Plan(project=delta.project, steps=steps, writes=writes, new_sources=new_sources)
+    written = {s.note for s in steps}
+    writes = {store.note(delta.project, i): notes.render(n) for i, n in current.items() if n is not None and i in written}
+    bases = {}
+    for step in steps:
+        bases.setdefault(step.note, step.from_revision)
+    return Plan(project=delta.project, steps=steps, writes=writes, new_sources=new_sources, bases=bases)
 
 
 def apply(root: Path, store: Store, plan: Plan) -> None:
-    """Write the notes, then list the new ones in sources.yml (keeping its comments)."""
+    """Write the notes, then list the new ones in sources.yml (keeping its comments), under the
+    project's write lock; DeltaRefused, with nothing written, when a note is no longer at the
+    revision it was planned against (another delta was applied between the plan and now)."""
     from .engine import atomic_write
     from .store.sources import Source, add
+    from .store.writelock import editing
 
-    for path, text in plan.writes.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(root / path, text.encode())
-    for note_id in plan.new_sources:
-        add(root / store.sources_file(plan.project), Source(id=note_id, path=store.note(plan.project, note_id), kind="note"))
+    with editing(root / store.project(plan.project)):
+        for note_id, base in plan.bases.items():
+            try:
+                found = notes.read(root, store, plan.project, note_id)
+            except NoteError as exc:
+                raise DeltaRefused(str(exc)) from None
+            revision = 0 if found is None else found.header.revision
+            if revision != base:
+                raise DeltaRefused(
+                    f"note {note_id} is at revision {revision}, but the delta was written against revision {base} "
+                    f"(another change was applied meanwhile): nothing was applied; re-read the note (its current "
+                    f"text follows) and write the delta again against revision {revision}",
+                    None if found is None else notes.render(found), note_id, revision)
+        for path, text in plan.writes.items():
+            atomic_write(root / path, text.encode())
+        for note_id in plan.new_sources:
+            add(root / store.sources_file(plan.project),
+                Source(id=note_id, path=store.note(plan.project, note_id), kind="note"))
+
+
+def plan_and_apply(root: Path, store: Store, delta: Delta) -> Plan:
+    """Plan the delta and apply it under the project's write lock, so that what it was checked
+    against is what it changes (a compare-and-swap on each note's revision); DeltaRefused when it
+    cannot be applied."""
+    from .store.writelock import editing
+
+    with editing(root / store.project(delta.project)):
+        plan = plan_delta(root, store, delta)
+        apply(root, store, plan)
+    return plan
 
 
 def parse_delta(text: str | bytes, where: str) -> Delta:

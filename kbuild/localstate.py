@@ -34,12 +34,6 @@ class LocalState(StateFolder):
         return self.path / "fetch-problems.json"
 
     @property
-    def overwritten(self) -> Path:
-        """Pages edited by hand that `kbuild build --force` overwrote, kept to be recovered
-        (kbuild.handedits): a person's words, which `kbuild clean` keeps."""
-        return self.path / "overwritten"
-
-    @property
     def batches(self) -> Path:
         """Batches of model calls submitted and not collected, and what collected ones answered
         (kbuild.model.batches)."""

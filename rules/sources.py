@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kbuild.convert import refusal
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.localstate import LocalState
 from kbuild.store import sources as sources_module
@@ -57,7 +58,7 @@ def fetch_problem(ctx: Context, project: str, source: str) -> str:
     return found.get(f"{project}/{source}", "has not been downloaded (built with --no-fetch?)")
 
 
-@rule(version=3, uses=(meta_yml, fetch_problem), settings=("store",), returns=RawCopy)
+@rule(version=4, uses=(meta_yml, fetch_problem, refusal, "kbuild.convert.text"), settings=("store",), returns=RawCopy)
 async def raw(ctx: Context, project: str, source: str) -> RawCopy:
     store = ctx.settings.store
     entry = await ctx.query(source_entry(project, source))
@@ -72,6 +73,9 @@ async def raw(ctx: Context, project: str, source: str) -> RawCopy:
             raise Problem(f"{where}: {entry.path} does not exist; fix its path in sources.yml or remove it") from None
         except IsADirectoryError:
             raise Problem(f"{where}: {entry.path} is a folder; list the files in it one by one") from None
+        refused = refusal(data, original)
+        if refused is not None:  # said now, with no copy kept of what no page is ever built from
+            raise Problem(f"{where} ({entry.origin}): {refused}")
         ctx.write(original, data)
         ctx.write(store.meta(project, source), meta_yml(entry, hash_bytes(data), len(data)))
     else:

@@ -196,3 +196,44 @@ def test_a_really_full_disk_stops_the_build_and_after_space_is_freed_it_ends_cle
         assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
     finally:
         sp.run(["umount", "-l", str(store)], capture_output=True)
+
+
+@pytest.mark.parametrize("after", [1, 3])
+def test_a_full_disk_that_rolls_the_state_back_stops_with_one_line(after, tmp_path, monkeypatch):
+    """SQLite answers some full disks by rolling the whole transaction back itself; the commit
+    that follows then finds none ("cannot commit - no transaction is active"): still one line."""
+    import sqlite3
+
+    from kbuild.engine.state import State
+
+    store, clean = tmp_path / "store", tmp_path / "clean"
+    make_store(store, 0)
+    assert kbuild(store).exit_code == 0
+    make_store(store, 1)
+    real = State.write_memos
+    seen = []
+
+    def full_and_rolled_back(self):
+        if self._unwritten:
+            seen.append(1)
+            if len(seen) >= after:
+                self._unwritten.clear()
+                if self.db.in_transaction:  # as SQLite does after SQLITE_FULL in a transaction
+                    self.db.execute("ROLLBACK")
+                raise sqlite3.OperationalError("database or disk is full")
+        return real(self)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(State, "write_memos", full_and_rolled_back)
+        patch.setattr("kbuild.engine.state.WRITE_BATCH", 4)  # batches written mid-build, to fail there too
+        stopped = kbuild(store)
+    assert stopped.exception is None or isinstance(stopped.exception, SystemExit), repr(stopped.exception)
+    assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
+    lines = stopped.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
+    done = kbuild(store)
+    assert done.exit_code == 0, done.output
+    make_store(clean, 1)
+    assert kbuild(clean).exit_code == 0
+    assert tree(store, temporaries=True) == tree(clean)
+    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()

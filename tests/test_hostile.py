@@ -553,7 +553,8 @@ def test_a_lock_entry_cannot_make_a_build_delete_what_it_did_not_write(tmp_path)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert ("""kbuild.lock: the entry raw("p","outside") was ignored: output path '.git/HEAD' is outside kb/"""
             in result.output), result.output
-    assert "kept kb/p/notes.md, which no query produces any more" in result.output
+    assert """the entry raw("p","not-ours") was ignored: output path 'kb/p/notes.md' is not a file rule raw writes""" \
+        in result.output, result.output
     assert {rel: (tmp_path / rel).read_bytes() for rel in precious} == before
     assert "outside" not in (tmp_path / "kbuild.lock").read_text()  # written again without the entries
     assert kbuild(tmp_path).exit_code == 0 and {rel: (tmp_path / rel).read_bytes() for rel in precious} == before
@@ -596,3 +597,40 @@ def test_every_text_a_model_writes_passes_the_guardrails_not_only_facts_and_view
     for page, text in before.items():  # each index above a refused text names what failed instead
         if "/raw/" not in page.as_posix():  # the sources' copies are what changed
             assert page.read_text() == text or "run `kbuild` to see why" in page.read_text(), page
+
+
+def test_a_forged_orphan_lock_entry_never_deletes_a_persons_file_in_the_store(tmp_path):
+    """A lock entry of an application rule naming a file no rule of it writes (kb/p/mynotes.md,
+    with its current hash) is refused on import, so `rm -rf .kbuild; kbuild` keeps the file; an
+    orphan that does name a page is removed, and a copy of it kept, since only the lock says
+    kbuild wrote it."""
+    import shutil
+
+    from kbuild.engine.hashing import hash_bytes
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nFirst words.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    mine = tmp_path / "kb/p/mynotes.md"
+    mine.write_text("my own notes, beside the pages\n")
+    stale = tmp_path / "kb/p/facts/gone/index.md"  # a page of a source taken out, still on disk
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an old page\n")
+    lock = json.loads((tmp_path / "kbuild.lock").read_text())
+    for name, path in (("ghost", mine), ("gone", stale)):
+        lock["queries"][f'text("p","{name}")'] = {
+            "rule": "text", "key": ["p", name], "fingerprint": "f", "hash": "h", "deps": [],
+            "outputs": {path.relative_to(tmp_path).as_posix(): hash_bytes(path.read_bytes())}}
+    (tmp_path / "kbuild.lock").write_text(json.dumps(lock, indent=1))
+    shutil.rmtree(tmp_path / ".kbuild")
+    result = kbuild(tmp_path)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert ("""kbuild.lock: the entry text("p","ghost") was ignored: output path 'kb/p/mynotes.md' is not a file """
+            "rule text writes") in result.output, result.output
+    assert mine.read_text() == "my own notes, beside the pages\n"
+    assert not stale.exists()
+    kept = list((tmp_path / ".kbuild/overwritten/kb/p/facts/gone").glob("index.md.*"))
+    assert [k.read_text() for k in kept] == ["an old page\n"], result.output
+    assert "ghost" not in (tmp_path / "kbuild.lock").read_text()
+    assert kbuild(tmp_path).exit_code == 0 and mine.exists()

@@ -36,10 +36,11 @@ def test_one_bad_entry_fails_that_source_only_and_keeps_its_pages() -> None:
     assert found.ids == ["good", "typo"]  # the broken source is still listed, so its pages stay
 
 
-def test_an_entry_without_a_usable_id_is_a_problem_not_a_source() -> None:
-    found = listing("sources:\n  - path: a.md\n  - id: Not An Id\n    path: b.md\n")
-    assert found.sources == [] and found.broken == {}
-    assert len(found.problems) == 2
+def test_an_entry_without_a_usable_id_is_never_a_source() -> None:
+    found = listing("sources:\n  - path: a.md\n  - id: Not An Id\n    path: b.md\n  - title: no origin\n  - [a, b]\n")
+    assert found.sources == []
+    assert sorted(found.broken) == ["a", "not-an-id"]  # failed, as the sources they name
+    assert len(found.problems) == 2  # they name none
     assert all(p.startswith("kb/shop/sources.yml: source ") for p in found.problems)
 
 
@@ -157,3 +158,21 @@ def test_a_local_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path:
     monkeypatch.setattr(limits, "MAX_SOURCE_BYTES", 1024)
     with pytest.raises(SourcesError, match="larger than the 0 MiB limit; split it"):
         resolve_path(tmp_path, "big.pdf")
+
+
+@pytest.mark.parametrize("entry", ["ie: shipping", "Id: shipping", "id: Shipping", "id: ' shipping'", "path: docs/shipping.md",
+                                   "url: https://example.org/docs/shipping"])
+def test_an_entry_whose_id_is_mistyped_or_missing_fails_as_the_source_it_names(entry: str) -> None:
+    """Not a removal: the entry fails as the source it was meant to be (its id as an id is
+    written, else the one `kbuild add` gives its file), so that source keeps its pages."""
+    found = listing(f"sources:\n  - id: other\n    path: other.md\n  - {entry}\n")
+    assert [s.id for s in found.sources] == ["other"]
+    assert list(found.broken) == ["shipping"] and found.problems == []
+    assert found.broken["shipping"].startswith("kb/shop/sources.yml: source shipping: ")
+    assert found.ids == ["other", "shipping"]
+
+
+def test_a_mistyped_entry_never_takes_the_place_of_a_valid_one() -> None:
+    found = listing("sources:\n  - id: Shipping\n    path: a.md\n  - id: shipping\n    path: b.md\n")
+    assert [s.id for s in found.sources] == ["shipping"] and found.broken == {}
+    assert len(found.problems) == 1 and "'Shipping'" in found.problems[0]

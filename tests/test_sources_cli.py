@@ -51,3 +51,27 @@ def test_a_view_across_a_project_that_does_not_exist_is_refused_when_asked_for(t
     refused = kbuild(tmp_path, "view", "add", "p", "v", "--about", "x", "--across", "nowhere")
     assert refused.exit_code == 2 and "no project 'nowhere'" in refused.output
     assert "views:" not in (tmp_path / "kb/p/sources.yml").read_text()
+
+
+def test_a_typo_in_an_entrys_id_key_fails_that_source_and_removes_nothing(tmp_path: Path) -> None:
+    """`- ie: shipping` or `id: Shipping` is a failed entry, never a removal: the source's raw
+    copy, its facts and its line in the project's index stay until the entry is fixed."""
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    for name in ("shipping", "returns"):
+        (tmp_path / f"{name}.md").write_text(f"# {name.title()}\n\nThe shop MUST handle {name} within ten days.\n")
+        assert kbuild(tmp_path, "add", "p", f"{name}.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    sources = tmp_path / "kb/p/sources.yml"
+    good = sources.read_text()
+    kept = ["kb/p/raw/shipping/original.md", "kb/p/facts/shipping/index.md"]
+    for typo in ("- ie: shipping", "- id: Shipping", "- Id: shipping"):
+        assert "- id: shipping" in good
+        sources.write_text(good.replace("- id: shipping", typo))
+        built = kbuild(tmp_path)
+        assert built.exit_code != 0 and "Traceback" not in built.output, (typo, built.output)
+        assert "sources.yml: source shipping:" in built.output, (typo, built.output)
+        assert all((tmp_path / path).is_file() for path in kept), typo
+        assert "shipping" in (tmp_path / "kb/p/index.md").read_text(), typo
+        assert (tmp_path / "kb/p/facts/returns/index.md").is_file()
+    sources.write_text(good)
+    assert kbuild(tmp_path).exit_code == 0 and kbuild(tmp_path, "check").exit_code == 0

@@ -12,9 +12,12 @@ import click
 from .jsonout import JsonCommand, emit, json_option
 from .session import FAILED, WRONG, KbuildError, Session, pass_session
 
+from ..store.writelock import editing
+
 if TYPE_CHECKING:
     from ..buildfile import Buildfile
     from ..learning import Delta
+    from ..store.layout import Store
 
 
 def read_delta(text: str, where: str) -> Delta:
@@ -40,7 +43,7 @@ def learn(session: Session, delta_file: Path, dry_run: bool, as_json: bool) -> N
 
     Example: kbuild learn delta.json --dry-run   (then: kbuild learn delta.json && kbuild)
     """
-    from ..learning import DeltaRefused, apply, learn_answer, plan_delta
+    from ..learning import DeltaRefused, learn_answer, plan_and_apply, plan_delta
 
     spec, _ = session.load()
     app = session.application(spec)
@@ -51,7 +54,7 @@ def learn(session: Session, delta_file: Path, dry_run: bool, as_json: bool) -> N
         raise KbuildError(f"cannot read {delta_file} ({exc.__class__.__name__}); give the path of a delta", WRONG) from None
     delta = read_delta(text, str(delta_file))
     try:
-        plan = plan_delta(spec.root, app.store, delta)
+        plan = plan_delta(spec.root, app.store, delta) if dry_run else plan_and_apply(spec.root, app.store, delta)
     except DeltaRefused as exc:
         if exc.current is not None and not as_json:
             click.echo(exc.current, err=True, nl=False)
@@ -60,8 +63,6 @@ def learn(session: Session, delta_file: Path, dry_run: bool, as_json: bool) -> N
                   "revision": exc.revision, "current": exc.current})
             raise click.exceptions.Exit(FAILED) from None
         raise KbuildError(str(exc), FAILED) from None
-    if not dry_run:
-        apply(spec.root, app.store, plan)
     if as_json:
         emit(learn_answer(plan, not dry_run))
         return
@@ -121,31 +122,36 @@ def confirm(session: Session, note_id: str, by: str | None) -> None:
 
     Example: kbuild confirm refund-days --by alice   (then: kbuild)
     """
-    from ..engine import atomic_write
-    from .. import notes
-
     spec, _ = session.load()
     app = session.application(spec)
     project, note_id = find_note(spec, app, note_id)
+    with editing(spec.root / app.store.project(project)):  # read and written whole: no change made meanwhile is lost
+        _confirm(spec.root, app.store, project, note_id, _who(by))
+
+
+def _confirm(root: Path, store: Store, project: str, note_id: str, who: str) -> None:
+    from ..engine import atomic_write
+    from .. import notes
+
     try:
-        note = notes.read(spec.root, app.store, project, note_id)
+        note = notes.read(root, store, project, note_id)
     except notes.NoteError as exc:
         raise KbuildError(str(exc), WRONG) from None
-    assert note is not None
+    if note is None:
+        raise KbuildError(f"note {note_id} was forgotten meanwhile; `kbuild status` lists the notes", WRONG)
     header = note.header
     if header.status not in notes.CURRENT:
         raise KbuildError(f"note {note_id} is {header.status}; only a current note can be confirmed", WRONG)
-    who = _who(by)
-    changed = notes.changed_evidence(spec.root, header)
+    changed = notes.changed_evidence(root, header)
     if header.status == "confirmed" and not changed:
         click.echo(f"{note_id} is confirmed already (by {header.confirmed_by})")
         return
     revision = header.revision + 1
-    evidence = [e.model_copy(update={"hash": notes.file_hash(spec.root / e.path)}) for e in header.evidence]
+    evidence = [e.model_copy(update={"hash": notes.file_hash(root / e.path)}) for e in header.evidence]
     event = notes.Event(action="confirm", revision=revision, at=notes.now(), by=who, origin="user")
     updated = header.model_copy(update={"revision": revision, "status": "confirmed", "confirmed_by": who,
                                         "evidence": evidence, "history": [*header.history, event]})
-    atomic_write(spec.root / app.store.note(project, note_id), notes.render(note.model_copy(update={"header": updated})).encode())
+    atomic_write(root / store.note(project, note_id), notes.render(note.model_copy(update={"header": updated})).encode())
     click.echo(f"confirmed {project}/{note_id} (revision {revision}, by {who}); run `kbuild` to update its pages")
 
 
@@ -173,21 +179,24 @@ def forget(ctx: click.Context, note_id: str, by: str | None, reason: str | None)
     app = session.application(spec)
     project, note_id = find_note(spec, app, note_id)
     path = spec.root / app.store.note(project, note_id)
-    try:
-        note = notes.parse(path.read_bytes(), app.store.note(project, note_id))
-        words = f"{note.header.title}\n{note.body}"
-        revision = note.header.revision
-    except notes.NoteError:  # a broken note is forgotten all the same, by its words
-        words, revision = path.read_text("utf-8", errors="replace"), 0
-    prints = fingerprints(words)
-    try:
-        remove(spec.root / app.store.sources_file(project), "sources", "id", note_id)
-    except SourcesError:
-        pass  # not listed (any more): its file and copies still go
-    write_tombstone(spec.root, app.store, project, Tombstone(id=note_id, forgotten_at=notes.now(), by=_who(by),
-                                                             reason=reason, revision=revision, sentences=prints))
-    path.unlink()
-    restored = notes.unlink_forgotten(spec.root, app.store, project, note_id, _who(by))
+    with editing(spec.root / app.store.project(project)):  # no learn or confirm writes the note meanwhile
+        try:
+            note = notes.parse(path.read_bytes(), app.store.note(project, note_id))
+            words = f"{note.header.title}\n{note.body}"
+            revision = note.header.revision
+        except notes.NoteError:  # a broken note is forgotten all the same, by its words
+            words, revision = path.read_text("utf-8", errors="replace"), 0
+        except FileNotFoundError:
+            raise KbuildError(f"note {note_id} was forgotten meanwhile", WRONG) from None
+        prints = fingerprints(words)
+        try:
+            remove(spec.root / app.store.sources_file(project), "sources", "id", note_id)
+        except SourcesError:
+            pass  # not listed (any more): its file and copies still go
+        write_tombstone(spec.root, app.store, project, Tombstone(id=note_id, forgotten_at=notes.now(), by=_who(by),
+                                                                 reason=reason, revision=revision, sentences=prints))
+        path.unlink()
+        restored = notes.unlink_forgotten(spec.root, app.store, project, note_id, _who(by))
     forgotten = Forgotten(prints)
     cached = purge_call_cache(engine.cache_dir, forgotten)
     log = LocalState(spec.root / FOLDER).call_log

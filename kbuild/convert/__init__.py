@@ -23,6 +23,7 @@ __all__ = [
     "Converted",
     "Figure",
     "convert",
+    "refusal",
     "FIGURE_DPI",
     "MAX_PAGES",
     "MAX_SOURCE_BYTES",
@@ -33,6 +34,15 @@ __all__ = [
 def convert(data: bytes, filename: str) -> Converted:
     """Convert one source, exactly as fetched. Deterministic: the same bytes give
     the same text and the same PNG bytes, so the build can compare outputs."""
+    _check_size(data)
+    converted = _convert(data, filename)
+    text = plain_letters(converted.text) if converted.kind != "code" else converted.text
+    if converted.kind == "markdown":
+        text = clean_markdown(text)
+    return dataclasses.replace(converted, text=text) if text != converted.text else converted
+
+
+def _check_size(data: bytes) -> None:
     if len(data) == 0:
         raise ConversionError("is empty (0 bytes); remove it from sources.yml or replace it")
     if len(data) > limits.MAX_SOURCE_BYTES:
@@ -41,11 +51,24 @@ def convert(data: bytes, filename: str) -> Converted:
             "limit for one source; split it or remove it from sources.yml"
         )
 
-    converted = _convert(data, filename)
-    text = plain_letters(converted.text) if converted.kind != "code" else converted.text
-    if converted.kind == "markdown":
-        text = clean_markdown(text)
-    return dataclasses.replace(converted, text=text) if text != converted.text else converted
+
+def refusal(data: bytes, filename: str) -> str | None:
+    """Why `convert` refuses these bytes, when that shows without converting them: empty, too
+    large, a format kbuild cannot read, binary data where text is expected; else None. A
+    source's copy in raw/ is checked with it before it is written, so a refused one leaves none."""
+    from .text import binary_message, looks_binary
+
+    try:
+        _check_size(data)
+    except ConversionError as exc:
+        return str(exc)
+    ext = extension(filename)
+    if ext in UNSUPPORTED:
+        return f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF (or Markdown) and use that file instead"
+    unknown = ext not in PAGED and ext not in ("txt", "text") and text_kind(ext) == "text"
+    if ext in PAGED or unknown and sniff(data) == "a PDF":
+        return None  # read by the paged converter, which alone can tell
+    return binary_message(data) if looks_binary(data) else None
 
 
 def _convert(data: bytes, filename: str) -> Converted:
@@ -60,8 +83,7 @@ def _convert(data: bytes, filename: str) -> Converted:
         return convert_paged(data, ext, PAGED[ext])
     if ext in UNSUPPORTED:
         raise ConversionError(
-            f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF "
-            "(or Markdown) and use that file instead"
+            f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF (or Markdown) and use that file instead"
         )
     if ext in OFFICE:
         return convert_office(data, ext)

@@ -83,6 +83,23 @@ def decode(data: bytes, *, html: bool = False) -> tuple[str, list[str]]:
     return text, [f"decoded as {encoding} (not UTF-8); re-save it as UTF-8 if the text looks wrong"]
 
 
+def looks_binary(data: bytes) -> bool:
+    """Whether `decode` refuses the bytes for what their start shows (a PDF, NUL bytes that are
+    not UTF-16's, control bytes), found without decoding them all."""
+    if any(data.startswith(bom) for bom, _ in _BOMS):
+        return False
+    sample = data[:_SAMPLE]
+    if sniff(data) == "a PDF":
+        return True
+    if b"\x00" in sample:
+        return _bomless_utf16(sample) is None
+    return _control_fraction(sample) > _MAX_CONTROL_FRACTION
+
+
+def binary_message(data: bytes) -> str:
+    return _binary_message(data)
+
+
 def convert_text(data: bytes, kind: str) -> Converted:
     """Markdown, reST, code and plain text: line N of text.md is line N of the source."""
     text, warnings = decode(data)

@@ -88,6 +88,7 @@ class BuildState:
         self.read_removals: dict[str, str] = {}  # files to remove once no query reads them: path -> hash
         self.produced: set[str] = set()  # every output a query produced in this build
         self.refused: dict[str, str] = {}  # lock entries not taken in, and why
+        self.lock_only_outputs: set[str] = set()  # outputs only the lock says were written, taken in this build
         self.stopped: BuildStopped | None = None
         # the committed memos are ahead of the lock on disk (set by _commit, cleared with the lock)
         self.lock_behind = state.get_meta(LOCK_BEHIND) is not None

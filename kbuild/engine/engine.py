@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,10 +51,14 @@ class Engine:
         cutoff_hooks: bool = True,
         output_folder: str | None = None,
         split_lock: bool = False,
+        may_write: Callable[[str, str], bool] | None = None,
     ) -> None:
         """`output_folder` (relative to the root) is where every output lies: a rule writing
         elsewhere fails, and a lock naming an output elsewhere has that entry refused.
-        `split_lock` lays the lock out as a file per shard (lockfiles.py)."""
+        `split_lock` lays the lock out as a file per shard (lockfiles.py). `may_write(rule name,
+        output path)` says whether a query of that rule can write that path at all: a lock entry
+        naming an output its rule never writes (a person's file beside the pages) is refused, so
+        no build removes that file on the lock's word."""
         self.root = Path(root).resolve()
         self.cutoff_hooks = cutoff_hooks  # False: exact cutoff only (`kbuild build --cutoff exact`)
         self.rules: dict[str, Rule] = {}
@@ -70,6 +74,7 @@ class Engine:
         self.cache_url = cache_url or os.environ.get("KBUILD_CACHE_URL", "").strip() or None
         self.max_calls = max_calls
         self.outputs = OutputArea(self.root, output_folder or "", (self.lock_path, self.lock.folder, self.state_dir))
+        self.may_write = may_write
 
     def register(self, r: Rule) -> Rule:
         """Know `r` by its name, and return the rule that answers for that name: a configured

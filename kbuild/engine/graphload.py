@@ -132,6 +132,10 @@ class GraphLoading(BuildState):
         for file, memos in lock.read():
             for qid, memo in memos.items():
                 why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
+                may_write = self.engine.may_write
+                if why is None and may_write is not None:
+                    why = next((f"output path {p!r} is not a file rule {memo.rule} writes" for p in memo.outputs
+                                if not may_write(memo.rule, p)), None)
                 if why is not None:
                     self.refused[qid] = (f"{lock.name(file)}: the entry {qid} was ignored: {why}; "
                                          "review the change that brought it")
@@ -144,6 +148,8 @@ class GraphLoading(BuildState):
         if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
             keep = {q for q, m in imported.items() if self.memos.get(q) == m}
             self.state.replace_memos(imported.values(), keep_values_of=keep)
+            # no build here wrote these: removed, each is kept a copy of (Outputs._remove_output)
+            self.lock_only_outputs = {p for q, m in imported.items() if q not in keep for p in m.outputs}
             self.remember_lock_digests(self.lock_digests())
             self.state.delete_meta(CLEAN)
         self.memos = imported

@@ -32,3 +32,10 @@ class StateFolder:
     @property
     def build_lock(self) -> Path:
         return self.path / "build.lock"
+
+    @property
+    def overwritten(self) -> Path:
+        """Files a build overwrote or removed that no build here is known to have written (a
+        person's edit, an output only the lock vouched for), kept to be recovered: `kbuild clean`
+        keeps them."""
+        return self.path / "overwritten"

@@ -2,6 +2,10 @@
 query produces them any more, but only when they are still what kbuild wrote."""
 from __future__ import annotations
 
+import shutil
+import time
+from pathlib import Path
+
 from .buildstate import BuildState
 from .files import atomic_write
 from .hashing import ABSENT, hash_bytes
@@ -60,6 +64,17 @@ class Outputs(BuildState):
             self.report.warnings.setdefault(path, []).append(f"kept {path}, which no query produces any more: {why}; "
                                                              "remove it yourself if it is not wanted")
             return
+        if path in self.lock_only_outputs:  # only the lock's word says kbuild wrote it: a copy is kept
+            try:
+                kept = self._keep_copy(path)
+            except OSError as exc:  # no copy, no removal
+                self.report.warnings.setdefault(path, []).append(
+                    f"kept {path}, which no query produces any more: no copy of it could be kept ({exc.strerror}); "
+                    "remove it yourself if it is not wanted")
+                return
+            self.report.warnings.setdefault(path, []).append(
+                f"removed {path}, which {self.lock_key} says a query no longer built wrote; a copy is in "
+                f"{kept.relative_to(self.engine.root) if kept.is_relative_to(self.engine.root) else kept}")
         full.unlink(missing_ok=True)
         self.hasher.forget(path)
         for folder in full.parents:  # folders the removed files leave empty go too
@@ -70,6 +85,17 @@ class Outputs(BuildState):
             except OSError:  # not empty (or gone): stop climbing
                 break
         self.report.removed.append(path)
+
+    def _keep_copy(self, path: str) -> Path:
+        """A copy of an output in the state folder's overwritten/<path>.<time>, before it goes."""
+        stamp, n = time.strftime("%Y%m%dT%H%M%S"), 1
+        target = self.engine.local.overwritten / f"{path}.{stamp}"
+        while target.exists():
+            target = self.engine.local.overwritten / f"{path}.{stamp}-{n}"
+            n += 1
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.engine.root / path, target)
+        return target
 
     def _finish_removals(self) -> None:
         """Remove the files that were read when their writer stopped producing them, if no

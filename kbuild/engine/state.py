@@ -161,7 +161,10 @@ class State:
 
     def commit(self) -> None:
         self.write_memos()
-        self.db.execute("COMMIT")
+        # SQLite rolls the whole transaction back itself after some errors (a full disk): what it
+        # held is lost, as in a crash, and COMMIT would fail with "no transaction is active"
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
         self.db.execute("BEGIN")
 
     def rollback(self) -> None:

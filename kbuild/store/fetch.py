@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlparse
 
+from ..convert import refusal
 from ..engine.files import atomic_write
 from ..engine.hashing import hash_bytes
 from .layout import Store
@@ -155,6 +156,10 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
                 problems[project, source.id] = (source.url, str(exc))
                 continue
             original = root / store.original(project, source.id, source.ext)
+            refused = refusal(data, original.name)
+            if refused is not None:  # no copy of what no page is built from; an earlier one stays
+                problems[project, source.id] = (source.url, refused)
+                continue
             digest = hash_bytes(data)
             if original.exists() and hash_bytes(original.read_bytes()) == digest:
                 continue

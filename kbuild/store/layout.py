@@ -112,6 +112,20 @@ class Store:
     def artifacts_index(self, project: str) -> str:
         return join(self.root, project, "artifacts", "index.md")
 
+    GENERATED = ("raw", "facts", "artifacts", "search-index")  # the folders of a project the build writes
+
+    def generated(self, path: str) -> bool:
+        """Whether `path` (relative to the root) is a page the build writes: the store's index, a
+        project's, or a file in a project's raw/, facts/, artifacts/ or search-index/. The rest
+        of the store (sources.yml, notes/, what a person put there) no rule writes."""
+        parts = path.split("/")
+        store = self.root.split("/") if self.root else []
+        if parts[:len(store)] != store:
+            return False
+        inside = parts[len(store):]
+        return inside == ["index.md"] or len(inside) == 2 and inside[1] == "index.md" \
+            or len(inside) > 2 and inside[1] in self.GENERATED
+
 
 def link(from_page: str, to: str) -> str:
     """A relative Markdown link target from one store page to another path: what

@@ -18,9 +18,10 @@ from __future__ import annotations
 import io
 import os
 import stat
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, urlparse
 
 from pydantic import AnyUrl, BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator, model_validator
 from ruamel.yaml import YAML
@@ -28,8 +29,10 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from ..convert import limits
+from ..engine.files import atomic_write
 from ..text.slugs import slug
 from .layout import check_id
+from .writelock import editing
 
 URL_SCHEMES = ("http", "https", "file")
 _URL = TypeAdapter(AnyUrl)  # pydantic's parser (the WHATWG rules): hosts, ports, encodings
@@ -42,7 +45,7 @@ class SourcesError(ValueError):
 def check_url(url: str) -> str:
     """A url the fetcher can download: a known scheme, a host and a numeric port, no spaces.
     Checked both by pydantic's parser and by urlparse, which is what urllib fetches with."""
-    parts = urlparse(url)
+    parts = _parts(url)
     if parts.scheme not in URL_SCHEMES:
         raise ValueError(f"url {url!r} must start with http://, https:// or file://")
     if any(c.isspace() or not c.isprintable() for c in url):
@@ -58,6 +61,16 @@ def check_url(url: str) -> str:
     if parts.scheme != "file" and not parts.hostname:
         raise ValueError(f"url {url!r} has no host")
     return url
+
+
+def _parts(url: str) -> ParseResult:
+    """urlparse's parts, or ValueError with the url and what to fix (urlparse's own says only
+    "Invalid IPv6 URL")."""
+    try:
+        return urlparse(url)
+    except ValueError as exc:
+        raise ValueError(f"url {url!r} is not a valid url ({exc}); write the host as in a browser's "
+                         "address bar (an IPv6 address in [ ])") from None
 
 
 class Source(BaseModel):
@@ -218,24 +231,29 @@ def parse(data: bytes, where: str) -> Listing:
     sources: list[Source] = []
     problems: list[str] = []
     broken: dict[str, str] = {}
+    failed: list[tuple[int, Any, ValidationError]] = []
     seen: set[str] = set()
     for n, entry in enumerate(project.sources, start=1):
         try:
             source = Source.model_validate(dict(entry) if isinstance(entry, dict) else entry)
         except ValidationError as exc:
-            label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
-            message = f"{where}: source {label}: {one_line(exc)}; its pages are kept until it is fixed"
-            if isinstance(label, str) and _valid_id(label) and label not in seen:
-                broken[label] = message
-                seen.add(label)
-            else:
-                problems.append(f"{where}: source {label}: {one_line(exc)}")
+            failed.append((n, entry, exc))
             continue
         if source.id in seen:
             problems.append(f"{where}: source id {source.id!r} is listed twice; give each source its own id")
             continue
         seen.add(source.id)
         sources.append(source)
+    # An entry that does not validate fails as the source it names, which keeps its pages: were
+    # it left nameless, the build would take its source for one taken out and delete them
+    for n, entry, exc in failed:
+        meant = _meant_id(entry)
+        if meant is not None and meant not in seen:
+            broken[meant] = f"{where}: source {meant}: {one_line(exc)}; its pages are kept until it is fixed"
+            seen.add(meant)
+        else:
+            label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
+            problems.append(f"{where}: source {label}: {one_line(exc)}")
     views: list[ViewRequest] = []
     for n, entry in enumerate(project.views, start=1):
         try:
@@ -266,6 +284,36 @@ def _valid_id(value: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _meant_id(entry: Any) -> str | None:
+    """The id of the source an entry that does not validate was meant for: its `id` (or a key
+    misspelt for it: `ie`, `Id`), written as an id (`Shipping` is `shipping`); else the id `kbuild
+    add` gives its path or url. None when the entry names nothing an id can be drawn from."""
+    if isinstance(entry, str | int):
+        entry = {"id": entry}
+    if not isinstance(entry, dict):
+        return None
+    id_keys = [k for k in entry if isinstance(k, str) and len(k.strip()) <= 3
+               and SequenceMatcher(None, k.strip().lower(), "id").ratio() >= 0.5]
+    for key in sorted(id_keys, key=lambda k: k != "id"):  # the key spelt right first
+        value = entry[key]
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            written = str(value).strip().lower()
+            if _valid_id(written):
+                return written
+            if any(c.isalnum() for c in written) and _valid_id(slug(written)):
+                return slug(written)
+    origin = entry.get("path") or entry.get("url")
+    if isinstance(origin, str):
+        try:
+            name = urlparse(origin).path if urlparse(origin).scheme in URL_SCHEMES else origin
+        except ValueError:  # not a url urlparse reads: its id cannot come from it
+            return None
+        stem = name.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if any(c.isalnum() for c in stem) and _valid_id(slug(stem)):
+            return slug(stem)
+    return None
 
 
 def resolve_path(root: Path, path: str) -> Path:
@@ -309,7 +357,10 @@ def source_for(path_or_url: str, directory: Path, root: Path, source_id: str | N
     """The entry `kbuild add` lists for a url, or for a path (from `directory`) to a file inside
     `root`; its id from the file's name unless given. SourcesError (or pydantic's ValidationError
     for a bad id or url) when it cannot be listed."""
-    url = urlparse(path_or_url)
+    try:
+        url = _parts(path_or_url) if "://" in path_or_url else urlparse(path_or_url)
+    except ValueError as exc:
+        raise SourcesError(str(exc)) from None
     if url.scheme in URL_SCHEMES:
         name = url.path.rstrip("/").rsplit("/", 1)[-1] or url.netloc
         fields = {"url": path_or_url}
@@ -346,20 +397,24 @@ def remove(file: Path, section: str, key: str, value: str) -> None:
     """Take the entry whose `key` is `value` out of `section` of sources.yml, keeping the rest of
     the file as a person wrote it (comments, order, quoting)."""
     yaml = _yaml()
-    doc = yaml.load(file.read_text("utf-8"))
-    entries = doc.get(section) if isinstance(doc, dict) else None
-    found = [n for n, e in enumerate(entries or []) if isinstance(e, dict) and e.get(key) == value]
-    if not found:
-        raise SourcesError(f"{file} lists no {section[:-1]} {value!r}")
-    del entries[found[0]]
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    file.write_text(out.getvalue(), "utf-8")
+    with editing(file.parent):  # read under the lock: another command's entry is not dropped
+        doc = yaml.load(file.read_text("utf-8"))
+        entries = doc.get(section) if isinstance(doc, dict) else None
+        found = [n for n, e in enumerate(entries or []) if isinstance(e, dict) and e.get(key) == value]
+        if not found:
+            raise SourcesError(f"{file} lists no {section[:-1]} {value!r}")
+        del entries[found[0]]
+        atomic_write(file, _dump(yaml, doc).encode())
 
 
 def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     """Append a source, view or spec request to sources.yml (creating it), keeping a person's
     comments and order."""
+    with editing(file.parent):  # read under the lock: another command's entry is not dropped
+        _add(file, source)
+
+
+def _add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     yaml = _yaml()
     text = file.read_text("utf-8") if file.exists() else NEW_PROJECT
     parse(text.encode(), str(file))  # refuse to write into a file that is already broken
@@ -374,10 +429,8 @@ def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     if any(isinstance(e, dict) and e.get(key) == value for e in entries):
         raise SourcesError(f"{file} already lists {section[:-1]} {value!r}; choose another name")
     entries.append(CommentedMap(source.model_dump(exclude_none=True, exclude_defaults=not isinstance(source, SpecRequest))))
-    problems = parse(_dump(yaml, doc).encode(), str(file)).problems
+    written = _dump(yaml, doc)
+    problems = parse(written.encode(), str(file)).problems
     if problems:
         raise SourcesError(problems[-1])
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(out.getvalue(), "utf-8")
+    atomic_write(file, written.encode())  # whole: a build reading it meanwhile reads one version
