@@ -499,6 +499,7 @@ def apply_import(root: Path, store: Store, plan: ImportPlan) -> None:
     the ones before it are taken back. ImportFailed, or BundleError when sources.yml changed
     meanwhile or a path leads out of the project's folder."""
     from .store.sources import SourcesError
+    from .store.writelock import editing
 
     area = _area(root, store, plan.project)
     try:
@@ -510,8 +511,9 @@ def apply_import(root: Path, store: Store, plan: ImportPlan) -> None:
     committed = False
     try:
         project_folder.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".import.", suffix=TEMP_SUFFIX, dir=project_folder))
-        _commit(area, staging, _stage(root, store, plan, staging))
+        with editing(project_folder):  # another `add` or `learn` waits: neither write is lost
+            staging = Path(tempfile.mkdtemp(prefix=".import.", suffix=TEMP_SUFFIX, dir=project_folder))
+            _commit(area, staging, _stage(root, store, plan, staging))
         committed = True
     except (SourcesError, PathEscapesRoot) as exc:
         raise BundleError(f"{exc}; nothing was imported") from None
