@@ -17,8 +17,8 @@ from kbuild import notes, slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
 from kbuild.checks.secrets import redact, redacted
-from kbuild.convert.office import library_versions
 from kbuild.engine import Context, Problem, hash_bytes, rule
+from kbuild.plugins import registry
 from kbuild.model.offline import clean, prose_sentences
 from kbuild.slicing import Chunk, Region, fact_names, region_texts
 from kbuild.store import pages
@@ -153,7 +153,7 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
 @rule(version=4, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
                        "kbuild.store.pages", "kbuild.notes", note_source, _title),
       settings=("store",), returns=SourceText,
-      params={"converters": library_versions()})  # an office library's upgrade converts again
+      params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
 async def text(ctx: Context, project: str, source: str) -> SourceText:
     store = ctx.settings.store
     got = await ctx.query(raw(project, source))

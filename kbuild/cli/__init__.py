@@ -54,6 +54,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                                 "merge driver (%O %A %B %P)."),
     "mcp": ("serve", "mcp", "Serve the store to MCP clients (Claude Code, Cursor...) over stdio, read-only: "
                             "never builds."),
+    "plugins": ("plugins", "plugins", "The installed plug-ins with their versions, and the formats and backends each "
+                                      "provides."),
     "remove": ("sources", "remove", "Take a source out of kb/PROJECT/sources.yml; the next build removes its pages."),
     "search": ("lookup", "search_command", "BM25 over the sections of the facts and their summaries (the index the build "
                                            "writes), then the other index lines; every lookup is logged."),

@@ -9,13 +9,14 @@ See docs/convert.md.
 from __future__ import annotations
 
 import dataclasses
+import tempfile
+from pathlib import Path
 
 from . import limits
-from .formats import PAGED, UNSUPPORTED, extension, sniff, text_kind
+from .formats import extension, sniff
 from .limits import FIGURE_DPI, MAX_PAGES, MAX_SOURCE_BYTES, PAGE_DPI
 from .markdown import clean_markdown
 from .model import ConversionError, Converted, Figure
-from .office import OFFICE, convert_office
 from .text import plain_letters
 
 __all__ = [
@@ -54,8 +55,12 @@ def _check_size(data: bytes) -> None:
 
 def refusal(data: bytes, filename: str) -> str | None:
     """Why `convert` refuses these bytes, when that shows without converting them: empty, too
-    large, a format kbuild cannot read, binary data where text is expected; else None. A
-    source's copy in raw/ is checked with it before it is written, so a refused one leaves none."""
+    large, a format nothing reads, binary data where kbuild's own converters expect text; else
+    None. A source's copy in raw/ is checked with it before it is written, so a refused one
+    leaves none."""
+    from ..plugins import registry
+    from .builtin import TEXT, refused_message
+    from .formats import UNSUPPORTED
     from .text import binary_message, looks_binary
 
     try:
@@ -63,54 +68,45 @@ def refusal(data: bytes, filename: str) -> str | None:
     except ConversionError as exc:
         return str(exc)
     ext = extension(filename)
+    converter = registry().converter(ext)
+    if converter is not None and not converter.plugin.builtin:
+        return None  # a plug-in's format: only converting it can tell
     if ext in UNSUPPORTED:
-        return f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF (or Markdown) and use that file instead"
-    unknown = ext not in PAGED and ext not in ("txt", "text") and text_kind(ext) == "text"
-    if ext in PAGED or unknown and sniff(data) == "a PDF":
+        return refused_message(UNSUPPORTED[ext])
+    if converter is None and sniff(data) == "a PDF":
         return None  # read by the paged converter, which alone can tell
-    return binary_message(data) if looks_binary(data) else None
+    if converter is None or ext in TEXT:
+        return binary_message(data) if looks_binary(data) else None
+    return None
 
 
 def _convert(data: bytes, filename: str) -> Converted:
+    """The converter the plug-ins registered for the file's extension (kbuild's own are plug-ins
+    too), given the bytes as a file of that extension; an extension nobody registered is text."""
+    from ..plugins import one_line, registry
+
     ext = extension(filename)
-    unknown = ext not in PAGED and ext not in ("txt", "text") and text_kind(ext) == "text"
-    if unknown and sniff(data) == "a PDF":
-        ext = "pdf"  # a PDF under an unknown name (e.g. a URL without an extension)
+    converter = registry().converter(ext)
+    if converter is None and sniff(data) == "a PDF":
+        ext, converter = "pdf", registry().converter("pdf")  # a PDF under an unknown name (a URL without one)
+    if converter is None:
+        from .text import convert_text
 
-    if ext in PAGED:
-        from .paged import convert_paged  # pymupdf loads only when a paged source needs it
+        return convert_text(data, "text")
+    with tempfile.TemporaryDirectory(prefix="kbuild-convert-") as folder:
+        path = Path(folder) / f"original.{ext}"
+        path.write_bytes(data)
+        try:
+            converted = converter.convert(path)
+        except ConversionError:
+            raise
+        except Exception as exc:  # a plug-in's failure is its source's, never the build's
+            raise ConversionError(f"could not be converted by the plug-in {converter.plugin.label} "
+                                  f"({one_line(exc)}); fix or upgrade the plug-in, or uninstall it") from None
+    if isinstance(converted, str):
+        return Converted(text=converted, kind="markdown")
+    if isinstance(converted, Converted):
+        return converted
+    raise ConversionError(f"could not be converted: the plug-in {converter.plugin.label} returned "
+                          f"{type(converted).__name__}, not Markdown text; fix or upgrade the plug-in, or uninstall it")
 
-        return convert_paged(data, ext, PAGED[ext])
-    if ext in UNSUPPORTED:
-        raise ConversionError(
-            f"is {UNSUPPORTED[ext]}, which kbuild cannot read; export it to PDF (or Markdown) and use that file instead"
-        )
-    if ext in OFFICE:
-        return convert_office(data, ext)
-    if ext == "ipynb":
-        from .notebook import convert_notebook
-
-        notebook = convert_notebook(data)
-        if notebook is not None:
-            return notebook  # any other JSON is read as code
-        ext = "json"
-    if ext in ("xml", "rss", "atom"):
-        from .feed import convert_feed
-
-        feed = convert_feed(data)
-        if feed is not None:
-            return feed  # any other XML is read as code
-    if ext == "jsonl":
-        from .transcript import convert_transcript
-
-        transcript = convert_transcript(data)
-        if transcript is not None:
-            return transcript  # any other JSON Lines is read as text
-    kind = text_kind(ext)
-    if kind == "html":
-        from .html import convert_html
-
-        return convert_html(data)
-    from .text import convert_text
-
-    return convert_text(data, kind)

@@ -1,11 +1,15 @@
-"""How to reach a model: Kbuildfile.py first, then the environment, then the offline backend."""
+"""How to reach a model: Kbuildfile.py first, then the environment, then the offline backend.
+
+kbuild's two backends are registered here as a plug-in (kbuild.plugins), on the hook an installed
+plug-in uses to add its own, which a Kbuildfile names with `model={"backend": NAME}`."""
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..plugins import RegisterBackend, hookimpl
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -18,6 +22,9 @@ class ModelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # the backend a plug-in registered under this name (`kbuild plugins` lists them); None: "openai"
+    # when a key, a server or a model is named, else "offline"
+    backend: str | None = None
     model: str | None = None  # one model for every task
     models: dict[str, str] = {}  # a model per task: "reading", "source summary", "abstract", "figure", "view", "spec", "grounding"
     base_url: str | None = None
@@ -76,20 +83,48 @@ class ModelSettings(BaseModel):
 
 
 def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
-    """The OpenAI-compatible backend when a key, a base URL or a model is named, else the offline one,
-    with a notice that a build prints (not every command that reads the Kbuildfile)."""
-    from .offline import OfflineBackend
+    """The backend the settings name, else the OpenAI-compatible one when a key, a base URL or a
+    model is named, else the offline one, with a notice that a build prints (not every command
+    that reads the Kbuildfile)."""
+    from ..plugins import one_line, registry
 
     try:
         given = settings if isinstance(settings, ModelSettings) else ModelSettings(**(settings or {}))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(f"model settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    if given.asks_for_a_model():
-        from .openai_backend import OpenAIBackend  # the openai package takes 0.8 s to import
-
-        return OpenAIBackend(given.resolved())
-    backend = OfflineBackend()
-    backend.notice = ("no model configured (OPENAI_API_KEY, OPENAI_BASE_URL or KBUILD_MODEL): using the offline backend, "
-                      "which writes extractive pages")
+    name = given.backend or ("openai" if given.asks_for_a_model() else "offline")
+    found = registry().backend(name)
+    if found is None:
+        known = ", ".join(sorted(registry().backends))
+        raise ValueError(f"model settings: backend {name!r} is not registered by kbuild or an installed plug-in "
+                         f"(registered: {known}); install the plug-in that provides it (`kbuild plugins` lists them)")
+    try:
+        backend = found.factory(given)
+    except Exception as exc:
+        if found.plugin.builtin:
+            raise
+        raise ValueError(f"model settings: backend {name!r} of the plug-in {found.plugin.label} could not start "
+                         f"({one_line(exc)}); fix its settings, or upgrade the plug-in") from None
+    if given.backend is None and name == "offline":
+        backend.notice = ("no model configured (OPENAI_API_KEY, OPENAI_BASE_URL or KBUILD_MODEL): using the offline "
+                          "backend, which writes extractive pages")
     return backend
+
+
+def _offline(settings: ModelSettings) -> Any:
+    from .offline import OfflineBackend
+
+    return OfflineBackend()
+
+
+def _openai(settings: ModelSettings) -> Any:
+    from .openai_backend import OpenAIBackend  # the openai package takes 0.8 s to import
+
+    return OpenAIBackend(settings.resolved())
+
+
+@hookimpl
+def register_backends(register: RegisterBackend) -> None:
+    register("offline", _offline)
+    register("openai", _openai)
