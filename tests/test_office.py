@@ -205,11 +205,10 @@ def test_without_the_office_extra_a_file_fails_with_one_line_naming_it(monkeypat
 def test_the_converters_versions_are_in_the_text_rules_fingerprint():
     from importlib.metadata import version
 
-    from kbuild.convert.office import library_versions
     from kbuild.rules.facts import text
 
-    assert library_versions()["python-pptx"] == version("python-pptx")
-    assert text.params["converters"] == library_versions()
+    for library in ("mammoth", "python-pptx", "openpyxl", "xlrd", "olefile"):
+        assert text.params["converters"][library] == version(library)
 
 
 def test_a_project_of_office_files_builds_offline_with_no_failed_page(tmp_path):

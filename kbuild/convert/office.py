@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 
 from .model import ConversionError, Converted
 
@@ -35,19 +34,6 @@ OFFICE: dict[str, OfficeFormat] = {
     "xls": OfficeFormat("an Excel 97-2003 workbook", "xlrd", "sheets", "convert_xls"),
     "msg": OfficeFormat("an Outlook message", "olefile", "outlook", "convert_msg"),
 }
-
-
-def library_versions() -> dict[str, str | None]:
-    """The version of each library an office converter uses (None: not installed). It is in the
-    fingerprint of the rule that converts sources, so an upgrade converts them again (and the
-    pages of those whose text it changed are rebuilt)."""
-    found: dict[str, str | None] = {}
-    for library in sorted({f.library for f in OFFICE.values()}):
-        try:
-            found[library] = version(library)
-        except PackageNotFoundError:
-            found[library] = None
-    return found
 
 
 def convert_office(data: bytes, ext: str) -> Converted:
