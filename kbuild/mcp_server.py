@@ -21,7 +21,7 @@ from pydantic import Field
 from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
-from .search import compose, question_embedder, render_context, search, store_folder
+from .search import UnknownProject, compose, question_embedder, render_context, search, store_folder
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 SCHEME = "kbuild://"
 
 # The tools' parameters (at module level: their annotations are read from here)
-Project = Annotated[str | None, Field(description="one project of the store only (a folder under kb/)")]
+Project = Annotated[str | None, Field(description="one project of the store only: the name of a folder under kb/")]
 
 INSTRUCTIONS = """This server reads a kbuild knowledge base (Markdown pages under kb/), read-only.
 Start with `context` (a question in your own words; it returns the relevant facts within a token
@@ -80,25 +80,23 @@ class Store:
                 raise StoreError(exc.format_message()) from None
 
     def _by_meaning(self, look: Callable[[], T]) -> T:
+        """`look` up; an embedder that cannot work, or a project that is not one of the store's
+        (`../..`, a path: kbuild.search reads nothing outside the store), is one message."""
         from .embedding import EmbeddingError
 
         try:
             return look()
         except EmbeddingError as exc:
             raise StoreError(f"{exc}; or turn semantic ranking off in the Kbuildfile") from None
-
-    def _project(self, project: str | None) -> str | None:
-        if project is not None and not (self.store / project).is_dir():
-            known = sorted(p.name for p in self.store.iterdir() if (p / "index.md").is_file())
-            raise StoreError(f"no project {project!r} in the store; the projects are: {', '.join(known) or 'none'}")
-        return project or None
+        except UnknownProject as exc:
+            raise StoreError(str(exc)) from None
 
     def search(self, query: str, project: str | None = None, limit: int = 5) -> Answer:
         if not query.strip():
             raise StoreError("give a query: a few words of what you look for")
         if limit < 1:
             raise StoreError("limit must be 1 or more")
-        project = self._project(project)
+        project = project or None
         return answers.search_answer(query, project, self._by_meaning(
             lambda: search(self.store, self.root, query, project, limit, self.embedder)))
 
@@ -107,7 +105,7 @@ class Store:
             raise StoreError("give a question")
         if budget < 1:
             raise StoreError("budget must be 1 token or more")
-        project = self._project(project)
+        project = project or None
         kept, summarised, trace = self._by_meaning(
             lambda: compose(self.store, self.root, question, budget, project, history=history, embedder=self.embedder))
         text = render_context(question, kept, summarised)
