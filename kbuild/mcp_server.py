@@ -22,6 +22,7 @@ from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
 from .search import UnknownProject, compose, question_embedder, render_context, search, store_folder
+from .store.layout import Store as StoreLayout
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -112,11 +113,24 @@ class Store:
         return answers.context_answer(question, project, budget, kept, summarised, trace, text)
 
     def show(self, page: str) -> Answer:
+        self._refuse_raw_copy(page)
         try:
             return answers.show_answer(open_page(self.root / page, self.store, self.root))
         except NotAPage:
             raise StoreError(f"{page} is not a page of the store; page ids are paths from the repository root, "
                              "as `search` gives them (kb/index.md is the top)") from None
+
+    def _refuse_raw_copy(self, page: str) -> None:
+        """A source's copy under raw/ is never served: it keeps the source as it was, secrets
+        and all, which every page built from it has removed (its text.md is served instead)."""
+        where = (self.root / page).resolve()
+        parts = where.relative_to(self.store).parts if where.is_relative_to(self.store) else ()
+        if parts[1:2] != ("raw",):
+            return
+        store = StoreLayout(store_folder(self.spec).relative_to(self.spec.root).as_posix())
+        text = store.text(parts[0], parts[2]) if len(parts) > 3 else store.facts_index(parts[0])
+        raise StoreError(f"{page} is a source's raw copy, which this server does not serve (it keeps what the "
+                         f"pages redact, secrets included); read its text at {text}")
 
     def status(self) -> Answer:
         from .status import status
