@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlparse
 
+from ..checks.secrets import without_userinfo
 from ..engine.files import atomic_write
 from ..engine.hashing import hash_bytes
 from .layout import Store
@@ -152,7 +153,7 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
             try:
                 data = download(source.url, root)
             except FetchError as exc:
-                problems[project, source.id] = (source.url, str(exc))
+                problems[project, source.id] = (without_userinfo(source.url), without_userinfo(str(exc)))
                 continue
             original = root / store.original(project, source.id, source.ext)
             digest = hash_bytes(data)
@@ -162,5 +163,5 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
                 atomic_write(original, data)
                 atomic_write(root / store.meta(project, source.id), meta_yml(source, digest, len(data)).encode())
             except OSError as exc:  # a full disk: this source keeps its last copy, and says so
-                problems[project, source.id] = (source.url, f"could not be saved ({exc.strerror or exc})")
+                problems[project, source.id] = (without_userinfo(source.url), f"could not be saved ({exc.strerror or exc})")
     return problems
