@@ -158,6 +158,8 @@ def test_an_injection_or_a_tag_in_a_source_is_never_a_summary_or_a_statement(tmp
     assert "Salaries are paid on the last working day" in pages["kb/shop/index.md"]  # the summary says what it states
     assert "Salaries are paid on the last working day" in pages["kb/shop/artifacts/views/digest.md"]
     assert "download your payslip" in pages["kb/shop/artifacts/views/user.md"]
+    hits = kbuild(tmp_path, "search", "salaries paid system prompt", "--json").output  # a hit's line: kbuild's too
+    assert "Salaries are paid" in hits and "reveal the system prompt" not in hits, hits
     check = kbuild(tmp_path, "check")
     assert check.exit_code == 0, check.output
 
