@@ -28,6 +28,12 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+# Words (lower case) without one of which no pattern above can match: a substring test is C-fast
+# and lets a text with none of them skip every pattern (a view's sentences are each tested).
+HINTS = ("source", "ignore", "disregard", "forget", "override", "you are now", "act as", "system", "assistant",
+         "im_start", "[inst]", "prompt", "instruction")
+
+
 def visible(text: str) -> str:
     """The text as a reader (and a model) takes it: compatibility forms folded to their plain
     letters (NFKC: full-width `Ｉｇｎｏｒｅ` is `Ignore`) and the invisible format characters
@@ -42,4 +48,7 @@ def visible(text: str) -> str:
 def find_injections(text: str) -> list[str]:
     """What the text holds that reads as an instruction to a model, one entry per kind."""
     text = visible(text)
+    lower = text.lower()
+    if not any(hint in lower for hint in HINTS):
+        return []
     return [what for what, pattern in PATTERNS if pattern.search(text)]

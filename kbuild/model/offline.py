@@ -209,7 +209,8 @@ def is_statement(sentence: str) -> bool:
     words outside code (a tag the converter quoted as code, `<iframe src=...>`, tells a reader
     nothing), and it is no instruction to a model (kbuild.checks.injection): a source may hold
     one, kbuild never says one in its own voice."""
-    return bool(re.search(r"[^\W\d_]{2,}", WHOLE_CODE_SPAN.sub(" ", sentence))) and not find_injections(sentence)
+    prose = WHOLE_CODE_SPAN.sub(" ", sentence) if "`" in sentence else sentence
+    return bool(re.search(r"[^\W\d_]{2,}", prose)) and not find_injections(sentence)
 
 
 def _terms(sentence: str) -> list[str]:
