@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.hashing import hash_bytes
-from .links import link_targets, missing_links
 from .injection import find_injections
+from .links import link_targets, missing_links
 from .secrets import find_secrets
 
 NOTE = "page_checks"  # the note: {page path: verdict}

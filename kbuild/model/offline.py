@@ -14,7 +14,6 @@ import sys
 from collections import Counter
 
 from ..checks import injection
-from ..checks.injection import find_injections
 from ..store.links import without_links
 from ..text import inline, keywords, markdown, sentences
 from ..text.inline import inline_words
@@ -210,7 +209,7 @@ def is_statement(sentence: str) -> bool:
     nothing), and it is no instruction to a model (kbuild.checks.injection): a source may hold
     one, kbuild never says one in its own voice."""
     prose = WHOLE_CODE_SPAN.sub(" ", sentence) if "`" in sentence else sentence
-    return bool(re.search(r"[^\W\d_]{2,}", prose)) and not find_injections(sentence)
+    return bool(re.search(r"[^\W\d_]{2,}", prose)) and not injection.find_injections(sentence)
 
 
 def _terms(sentence: str) -> list[str]:
@@ -227,7 +226,7 @@ def central_sentences(text: str, count: int, max_words: int = 40, in_order: bool
                  or "\n".join(line for line in clean(text).splitlines() if not line.lstrip().startswith(("```", "~~~")))).split()
         words = ANGLED.sub(" ", LIST_ITEM.sub("", " ".join(words))).split()  # "<mail at host>" of a header reads as a tag
         head = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
-        return [head] if words and not find_injections(head) else []
+        return [head] if words and not injection.find_injections(head) else []
     frequency = Counter(t for s in sentences for t in set(_terms(s)))
 
     def score(item: tuple[int, str]) -> tuple[float, int]:
