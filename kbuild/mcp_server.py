@@ -21,7 +21,8 @@ from pydantic import Field
 from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
-from .search import compose, question_embedder, render_context, search, store_folder
+from .search import UnknownProject, compose, question_embedder, render_context, search, store_folder
+from .store.layout import Store as StoreLayout
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 SCHEME = "kbuild://"
 
 # The tools' parameters (at module level: their annotations are read from here)
-Project = Annotated[str | None, Field(description="one project of the store only (a folder under kb/)")]
+Project = Annotated[str | None, Field(description="one project of the store only: the name of a folder under kb/")]
 
 INSTRUCTIONS = """This server reads a kbuild knowledge base (Markdown pages under kb/), read-only.
 Start with `context` (a question in your own words; it returns the relevant facts within a token
@@ -80,25 +81,23 @@ class Store:
                 raise StoreError(exc.format_message()) from None
 
     def _by_meaning(self, look: Callable[[], T]) -> T:
+        """`look` up; an embedder that cannot work, or a project that is not one of the store's
+        (`../..`, a path: kbuild.search reads nothing outside the store), is one message."""
         from .embedding import EmbeddingError
 
         try:
             return look()
         except EmbeddingError as exc:
             raise StoreError(f"{exc}; or turn semantic ranking off in the Kbuildfile") from None
-
-    def _project(self, project: str | None) -> str | None:
-        if project is not None and not (self.store / project).is_dir():
-            known = sorted(p.name for p in self.store.iterdir() if (p / "index.md").is_file())
-            raise StoreError(f"no project {project!r} in the store; the projects are: {', '.join(known) or 'none'}")
-        return project or None
+        except UnknownProject as exc:
+            raise StoreError(str(exc)) from None
 
     def search(self, query: str, project: str | None = None, limit: int = 5) -> Answer:
         if not query.strip():
             raise StoreError("give a query: a few words of what you look for")
         if limit < 1:
             raise StoreError("limit must be 1 or more")
-        project = self._project(project)
+        project = project or None
         return answers.search_answer(query, project, self._by_meaning(
             lambda: search(self.store, self.root, query, project, limit, self.embedder)))
 
@@ -107,18 +106,31 @@ class Store:
             raise StoreError("give a question")
         if budget < 1:
             raise StoreError("budget must be 1 token or more")
-        project = self._project(project)
+        project = project or None
         kept, summarised, trace = self._by_meaning(
             lambda: compose(self.store, self.root, question, budget, project, history=history, embedder=self.embedder))
         text = render_context(question, kept, summarised)
         return answers.context_answer(question, project, budget, kept, summarised, trace, text)
 
     def show(self, page: str) -> Answer:
+        self._refuse_raw_copy(page)
         try:
             return answers.show_answer(open_page(self.root / page, self.store, self.root))
         except NotAPage:
             raise StoreError(f"{page} is not a page of the store; page ids are paths from the repository root, "
                              "as `search` gives them (kb/index.md is the top)") from None
+
+    def _refuse_raw_copy(self, page: str) -> None:
+        """A source's copy under raw/ is never served: it keeps the source as it was, secrets
+        and all, which every page built from it has removed (its text.md is served instead)."""
+        where = (self.root / page).resolve()
+        parts = where.relative_to(self.store).parts if where.is_relative_to(self.store) else ()
+        if parts[1:2] != ("raw",):
+            return
+        store = StoreLayout(store_folder(self.spec).relative_to(self.spec.root).as_posix())
+        text = store.text(parts[0], parts[2]) if len(parts) > 3 else store.facts_index(parts[0])
+        raise StoreError(f"{page} is a source's raw copy, which this server does not serve (it keeps what the "
+                         f"pages redact, secrets included); read its text at {text}")
 
     def status(self) -> Answer:
         from .status import status

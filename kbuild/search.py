@@ -44,9 +44,32 @@ def store_folder(spec: Buildfile) -> Path:
     return spec.root / (spec.application.store.root if spec.application is not None else "kb")
 
 
+class UnknownProject(ValueError):
+    """A project argument that is not one of the store's: its message names the ones there are."""
+
+
+def store_projects(store: Path) -> list[str]:
+    """The store's projects: its folders (not links to folders) that hold a sources.yml or an index.md."""
+    if not store.is_dir():
+        return []
+    return sorted(p.name for p in store.iterdir() if p.is_dir() and not p.is_symlink()
+                  and ((p / "sources.yml").is_file() or (p / "index.md").is_file()))
+
+
+def project_folder(store: Path, project: str | None) -> Path:
+    """The folder a lookup reads: the whole store, or one of its projects named as it is (a path
+    such as `../..` or `/` names no project; a lookup never reads outside the store)."""
+    if not project:
+        return store
+    known = store_projects(store)
+    if project not in known:
+        raise UnknownProject(f"no project {project!r} in the store; the projects are: {', '.join(known) or 'none'}")
+    return store / project
+
+
 def index_lines(store: Path, root: Path, project: str | None = None) -> list[tuple[str, str, str]]:
     """(index, linked page, line) for every entry line of every generated index."""
-    base = store / project if project else store
+    base = project_folder(store, project)
     rows = []
     for index in sorted(base.rglob("index*.md")):
         if "/raw/" in index.as_posix():
@@ -175,7 +198,7 @@ _loaded: dict[Path, tuple[tuple[tuple[int, int], ...], SearchIndex]] = {}  # the
 def search_indexes(store: Path, project: str | None = None) -> list[SearchIndex]:
     found = []
     pattern = f"{INDEX_FOLDER}/sections.json"
-    for path in sorted((store / project).glob(pattern) if project else store.glob(f"*/{pattern}")):
+    for path in sorted(project_folder(store, project).glob(pattern) if project else store.glob(f"*/{pattern}")):
         key = tuple((s.st_mtime_ns, s.st_size) for s in (p.stat() for p in sorted(path.parent.iterdir())))
         cached = _loaded.get(path)
         if cached is None or cached[0] != key:

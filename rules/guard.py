@@ -53,6 +53,11 @@ def plain_text_failures(text: str, sources: str) -> list[str]:
     if len(words) < min(2, len(re.findall(r"[^\W\d_]{2,}", sources))):
         failures.append("says nothing (a placeholder or a single word); write what its sources state")
     failures += foreign_names(text, sources)
+    # a summary or a statement speaks in kbuild's voice: an instruction to a model is never one,
+    # even quoted from its sources (foreign_names already refused those they do not hold)
+    held = set(find_injections(sources))
+    failures += [f"holds {what}, which a summary or a statement never repeats" for what in find_injections(text)
+                 if what in held]
     return failures
 
 

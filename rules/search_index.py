@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
+from kbuild.checks.injection import find_injections
 from kbuild.engine import Context, QueryFailed, rule
 from kbuild import slicing
 from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
@@ -55,14 +56,15 @@ def rewritten_sections(rewritten: str, headings: list[str]) -> dict[str, str]:
 
 
 def first_sentence(words: str, limit: int = 160) -> str:
-    """A section's one line: its first sentence of prose (headings and markup lines skipped)."""
+    """A section's one line: its first sentence of prose (headings and markup lines skipped) that
+    is no instruction to a model."""
     lines = [ln.strip() for ln in words.splitlines()] + [""]
     underline = re.compile(r"[=~^\-'*#`:.+]{3,}")
     prose = " ".join(ln for ln, after in zip(lines, lines[1:])
                      if ln and not underline.fullmatch(ln) and not underline.fullmatch(after)
                      and not re.fullmatch(r"#.*|\.\. .*|[A-Z][\w-]*: .*", ln))
-    cut = re.search(r"[.!?](\s|$)", prose)
-    line = prose[:cut.end()].strip() if cut else prose
+    # the first that is no instruction to a model: a search hit's line is kbuild's summary of it
+    line = next((s for s in re.split(r"(?<=[.!?])\s+", prose.strip()) if not find_injections(s)), "")
     return line if len(line) <= limit else line[:limit - 1].rsplit(" ", 1)[0] + "…"
 
 
@@ -110,7 +112,7 @@ def section_line(section: dict[str, Any]) -> str:
 
 
 @rule(version=4, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
-                       section_line), settings=("store",))
+                       section_line, "kbuild.checks.injection"), settings=("store",))
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json

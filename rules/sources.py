@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kbuild.checks.secrets import without_userinfo
 from kbuild.convert import refusal
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.localstate import LocalState
@@ -82,7 +83,7 @@ async def raw(ctx: Context, project: str, source: str) -> RawCopy:
         try:
             data = ctx.read(original)
         except FileNotFoundError:
-            raise Problem(f"{where}: {entry.url} {fetch_problem(ctx, project, source)}") from None
+            raise Problem(f"{where}: {without_userinfo(entry.url or '')} {fetch_problem(ctx, project, source)}") from None
     return RawCopy(path=original, hash=hash_bytes(data), bytes=len(data), ext=entry.ext, origin=entry.origin,
                    title=entry.title, kind=entry.kind)
 

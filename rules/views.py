@@ -12,7 +12,7 @@ from typing import Any
 from kbuild.checks.grounding import unsupported
 from kbuild.checks.secrets import redact
 from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
-from kbuild.model.offline import prose_sentences
+from kbuild.model.offline import is_statement, prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
 from kbuild.topic import Candidate, Passage, passages, rank
@@ -125,9 +125,10 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
                    statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
 
 
-@rule(version=3, uses=("kbuild.topic",))
+@rule(version=4, uses=("kbuild.topic", is_statement, "kbuild.checks.injection"))
 async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
-    """The sentences a requested view draws on, ranked across the whole project (kbuild.topic)."""
+    """The sentences a requested view draws on, ranked across the whole project (kbuild.topic):
+    statements only, never a source's instruction to a model or its markup alone."""
     listed = await ctx.query(listing(project))
     request = next(v for v in listed.views if v.name == view)
     origins = [(project, s) for s in listed.ids]
@@ -141,7 +142,7 @@ async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
                   for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                   for f in doc["facts"] for x in f["passages"]]
     hits: dict[str, list[dict[str, Any]]] = {}
-    for hit in rank(request.about, candidates):
+    for hit in (h for h in rank(request.about, candidates) if is_statement(h.sentence)):
         hits.setdefault(hit.section, []).append({"ref": hit.ref, "sentence": hit.sentence, "score": hit.score})
     return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 

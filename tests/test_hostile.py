@@ -203,6 +203,7 @@ CREDENTIALS = {
     "an Azure storage key": ("AccountKey=" + fake(ALNUM, 86) + "==", fake(ALNUM, 86)),
     "a GitHub token": ("ghp_" + fake(ALNUM, 36), "ghp_" + fake(ALNUM, 36)),
     "a GitHub fine-grained token": (f"clone with {GITHUB_PAT} today", GITHUB_PAT),
+    "a Google API key": ("maps key AIza" + fake(ALNUM + "-_", 35) + " in the page", "AIza" + fake(ALNUM + "-_", 35)),
     "a GitLab token": ("glpat-" + fake(ALNUM, 20), fake(ALNUM, 20)),
     "a JSON web token": (f"Authorization: Bearer {JWT}", JWT.split(".")[2]),
     "an npm token": ("//registry.npmjs.org/:_authToken=npm_" + fake(ALNUM, 36), fake(ALNUM, 36)),

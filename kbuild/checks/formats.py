@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "lock-refused": ("Lock entry refused", 1, "blocker"),
     "hand-edited": ("Page edited by hand", 2, "critical"),
     "secret": ("Secret in a page", 3, "critical"),
+    "injection": ("Instruction to a model in a page", 3, "critical"),
     "missing-page": ("Built page missing", 4, "major"),
     "dangling-link": ("Dangling link", 5, "major"),
     "outside-link": ("Link outside the store", 5, "major"),

@@ -1,4 +1,5 @@
-"""What `kbuild check` finds in a page by itself: where its links lead and what secrets it holds.
+"""What `kbuild check` finds in a page by itself: where its links lead, what secrets it holds and,
+in a page of kbuild's own voice, what instructions to a model.
 
 Both are a function of the page's bytes and of where it stands, so a verdict recorded with the
 page's hash holds for as long as the page has that hash: a rule that writes a page records it
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.hashing import hash_bytes
+from .injection import find_injections
 from .links import link_targets, missing_links
 from .secrets import find_secrets
 
@@ -22,8 +24,8 @@ NOTE = "page_checks"  # the note: {page path: verdict}
 def verdict(path: str, data: bytes, root: Path, store_root: Path, code: bool = False) -> dict[str, Any]:
     """The verdict of the page `path` (relative to `root`) holding `data`: its hash, its links
     as [target, the file it names relative to `root`, or None when outside `store_root`], the
-    kinds of secret it holds. `code`: the page quotes a source that is code (whose quote holds
-    no links)."""
+    kinds of secret it holds, and the kinds of instruction to a model a page in kbuild's own voice
+    holds. `code`: the page quotes a source that is code (whose quote holds no links)."""
     text = data.decode("utf-8", errors="replace")
     top = os.path.normpath(os.path.abspath(root))
     return {
@@ -32,7 +34,16 @@ def verdict(path: str, data: bytes, root: Path, store_root: Path, code: bool = F
                   for target, resolved in link_targets(text, root / path, store_root, code=code)],
         # The whole page, quotes and code included: only raw/ keeps a source's words as they were.
         "secrets": sorted(set(find_secrets(text))),
+        "injections": find_injections(text) if in_own_voice(path) else [],
     }
+
+
+def in_own_voice(path: str) -> bool:
+    """Whether the page speaks in kbuild's voice (an index, a view, a spec: lines it chose or a
+    model wrote), where no instruction to a model belongs; a fact and text.md quote their
+    source, which may hold one (and say whose words they are)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("index") or "/artifacts/" in path
 
 
 def _relative(resolved: str, top: str) -> str:
@@ -69,7 +80,8 @@ def recorded(notes: dict[str, Any], path: str, page_hash: str) -> dict[str, Any]
     """The verdict recorded for the page at `path` when it was of this hash; else None."""
     found = (notes.get(NOTE) or {}).get(path) if isinstance(notes.get(NOTE), dict) else None
     if not (isinstance(found, dict) and found.get("page") == page_hash and isinstance(found.get("links"), list)
-            and isinstance(found.get("secrets"), list) and all(isinstance(k, str) for k in found["secrets"])):
+            and all(isinstance(found.get(key), list) and all(isinstance(k, str) for k in found[key])
+                    for key in ("secrets", "injections"))):
         return None
     for link in found["links"]:  # a lock is a file anyone can edit: a verdict of another shape is none
         if not (isinstance(link, list) and len(link) == 2 and isinstance(link[0], str)

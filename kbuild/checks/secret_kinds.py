@@ -101,6 +101,10 @@ GITHUB_PAT = re.compile(r"\bgithub_pat_\w{82}\b")
 # detector knows only the legacy shape with T3BlbkFJ in its middle, which this covers too.
 SK_KEY = re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b")
 
+# Google's API keys (Maps, Firebase, Gemini...): AIza and 35 more characters. detect-secrets 1.5
+# has no plugin for them; this is the shape Google documents and gitleaks' gcp-api-key rule finds.
+GOOGLE_API_KEY = re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])")
+
 KEYWORDS = KeywordDetector()
 
 
@@ -172,6 +176,7 @@ KINDS: dict[str, tuple[tuple[str, ...], Finder]] = {
     "an Azure storage key": (("accountkey=",), _detector(AzureStorageKeyDetector())),
     "a GitHub token": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _detector(GitHubTokenDetector())),
     "a GitHub fine-grained token": (("github_pat_",), _matches(GITHUB_PAT)),
+    "a Google API key": (("aiza",), _matches(GOOGLE_API_KEY)),
     "a GitLab token": (("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-", "glimt-", "glptt-",
                         "glagent-", "gloas-"), _detector(GitLabTokenDetector())),
     "a JSON web token": (("eyj",), _jwts),

@@ -8,6 +8,8 @@ fails while any page but a raw copy holds a secret. What a secret looks like is 
 """
 from __future__ import annotations
 
+import re
+
 MARKER = "[secret removed]"
 SHORTEST = 4  # a value is replaced wherever it stands: a one-letter "password" would eat the page
 
@@ -48,3 +50,12 @@ def redacted(text: str) -> tuple[str, list[str]]:
     for _, value in found:  # longest first
         text = text.replace(value, MARKER)
     return text, [kind for kind, _ in found]
+
+
+USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")  # the user:password@ of a url, up to its last @ before the path
+
+
+def without_userinfo(text: str) -> str:
+    """`text` with the user and password of every url in it (`https://bob:hunter2@host/`)
+    replaced by the marker: an error line names the url, never the credentials in it."""
+    return USERINFO.sub(MARKER + "@", text) if "@" in text else text

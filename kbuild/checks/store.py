@@ -127,6 +127,10 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
         for kind in found["secrets"]:
             findings.append(Finding(path, f"holds what looks like {kind}", "kbuild (it redacts), and rotate the secret",
                                     "secret", path))
+        if found["injections"]:
+            findings.append(Finding(path, f"holds {' and '.join(found['injections'])}: words addressed to a model",
+                                    "take them out of its source (a title or heading it quotes), then kbuild",
+                                    "injection", path))
 
     for qid, memo in sorted(memos.items()):
         if memo.rule not in grounded:  # the application's pages whose statements must be grounded in their sources

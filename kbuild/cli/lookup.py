@@ -22,19 +22,22 @@ T = TypeVar("T")
 def by_meaning(look: Callable[[QuestionEmbedder | None], T], spec: Buildfile, engine: Engine,
                lexical: bool = False) -> T:
     """`look` up with the Kbuildfile's embedder (None when semantic ranking is off, or with
-    `lexical`); an embedder that cannot work is one line and exit code 1."""
+    `lexical`); an embedder that cannot work is one line and exit code 1, a project that is not
+    one of the store's one line and exit code 2."""
     from ..embedding import EmbeddingError
-    from ..search import question_embedder
+    from ..search import UnknownProject, question_embedder
 
     try:
         return look(None if lexical else question_embedder(spec, engine))
     except EmbeddingError as exc:
         raise KbuildError(f"{exc}; or turn semantic ranking off in the Kbuildfile") from None
+    except UnknownProject as exc:
+        raise KbuildError(str(exc), WRONG) from None
 
 
 @click.command("search", cls=JsonCommand)
 @click.argument("query", required=False)
-@click.option("--project", help="Search one project only.")
+@click.option("--project", help="Search one project only (a folder under the store, by its name).")
 @click.option("-n", "--limit", default=5, show_default=True)
 @click.option("--open", "open_best", is_flag=True, help="Print the page behind the best hit.")
 @click.option("--misses", is_flag=True, help="List logged queries that found nothing.")
@@ -82,7 +85,7 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 
 @click.command(cls=JsonCommand)
 @click.argument("question")
-@click.option("--project", help="Draw on one project only.")
+@click.option("--project", help="Draw on one project only (a folder under the store, by its name).")
 @click.option("--budget", default=4000, show_default=True, help="Tokens the context may print, everything counted.")
 @click.option("--trace", is_flag=True, help="Print (to stderr) why each section was chosen: its score, tokens and "
               "matched words (with semantic ranking on, its place by words and by meaning).")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..checks.secrets import without_userinfo
 from ..store.layout import BadId, check_id
 from .session import WRONG, KbuildError, Session, pass_session
 
@@ -44,7 +45,7 @@ def add(session: Session, project: str, path_or_url: str, source_id: str | None)
     except ValidationError as exc:
         raise KbuildError(one_line(exc), WRONG) from None
     except (BadId, SourcesError) as exc:
-        raise KbuildError(str(exc), WRONG) from None
+        raise KbuildError(without_userinfo(str(exc)), WRONG) from None
     if source.path is not None and not (session.directory / path_or_url).resolve().is_relative_to(spec.root):
         click.echo(f"copied {path_or_url} to {source.path}, inside the project (commit it with the store)")
     click.echo(f"added {source.id} to {app.store.sources_file(project)}; run `kbuild` to build it")

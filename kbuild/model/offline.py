@@ -13,6 +13,7 @@ import re
 import sys
 from collections import Counter
 
+from ..checks import injection
 from ..store.links import without_links
 from ..text import inline, keywords, markdown, sentences
 from ..text.inline import inline_words
@@ -196,7 +197,19 @@ def prose_sentences(span: str) -> list[str]:
 
     What views select from and cite: a view's statement is one of these, word for word."""
     found = (LIST_ITEM.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
-    return [s for s in found if not s.endswith(":")]
+    return [s for s in found if not s.endswith(":") and is_statement(s)]
+
+
+WHOLE_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")  # opened and closed by backticks of one count
+
+
+def is_statement(sentence: str) -> bool:
+    """Whether a sentence of a source may stand as a summary's or a view's statement: it has
+    words outside code (a tag the converter quoted as code, `<iframe src=...>`, tells a reader
+    nothing), and it is no instruction to a model (kbuild.checks.injection): a source may hold
+    one, kbuild never says one in its own voice."""
+    prose = WHOLE_CODE_SPAN.sub(" ", sentence) if "`" in sentence else sentence
+    return bool(re.search(r"[^\W\d_]{2,}", prose)) and not injection.find_injections(sentence)
 
 
 def _terms(sentence: str) -> list[str]:
@@ -212,7 +225,8 @@ def central_sentences(text: str, count: int, max_words: int = 40, in_order: bool
         words = (clean(text, prose_only=True)
                  or "\n".join(line for line in clean(text).splitlines() if not line.lstrip().startswith(("```", "~~~")))).split()
         words = ANGLED.sub(" ", LIST_ITEM.sub("", " ".join(words))).split()  # "<mail at host>" of a header reads as a tag
-        return [" ".join(words[:max_words]) + (" …" if len(words) > max_words else "")] if words else []
+        head = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
+        return [head] if words and not injection.find_injections(head) else []
     frequency = Counter(t for s in sentences for t in set(_terms(s)))
 
     def score(item: tuple[int, str]) -> tuple[float, int]:
@@ -350,7 +364,7 @@ class OfflineBackend:
 
         from ..store import links
 
-        return (sys.modules[__name__], inline, keywords, markdown, sentences, links, requirements)
+        return (sys.modules[__name__], inline, keywords, markdown, sentences, links, requirements, injection)
 
     async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
                          previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:

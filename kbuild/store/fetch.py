@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlparse
 
+from ..checks.secrets import without_userinfo
 from ..convert import refusal
 from ..engine.files import atomic_write
 from ..engine.hashing import hash_bytes
@@ -153,12 +154,12 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
             try:
                 data = download(source.url, root)
             except FetchError as exc:
-                problems[project, source.id] = (source.url, str(exc))
+                problems[project, source.id] = (without_userinfo(source.url), without_userinfo(str(exc)))
                 continue
             original = root / store.original(project, source.id, source.ext)
             refused = refusal(data, original.name)
             if refused is not None:  # no copy of what no page is built from; an earlier one stays
-                problems[project, source.id] = (source.url, refused)
+                problems[project, source.id] = (without_userinfo(source.url), refused)
                 continue
             digest = hash_bytes(data)
             if original.exists() and hash_bytes(original.read_bytes()) == digest:
@@ -167,5 +168,5 @@ def fetch_urls(root: Path, store: Store) -> dict[tuple[str, str], tuple[str, str
                 atomic_write(original, data)
                 atomic_write(root / store.meta(project, source.id), meta_yml(source, digest, len(data)).encode())
             except OSError as exc:  # a full disk: this source keeps its last copy, and says so
-                problems[project, source.id] = (source.url, f"could not be saved ({exc.strerror or exc})")
+                problems[project, source.id] = (without_userinfo(source.url), f"could not be saved ({exc.strerror or exc})")
     return problems

@@ -28,6 +28,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from ..checks.secrets import without_userinfo
 from ..convert import limits
 from ..engine.files import atomic_write
 from ..text.slugs import slug
@@ -46,20 +47,21 @@ def check_url(url: str) -> str:
     """A url the fetcher can download: a known scheme, a host and a numeric port, no spaces.
     Checked both by pydantic's parser and by urlparse, which is what urllib fetches with."""
     parts = _parts(url)
+    shown = without_userinfo(url)  # an error line never prints a url's password
     if parts.scheme not in URL_SCHEMES:
-        raise ValueError(f"url {url!r} must start with http://, https:// or file://")
+        raise ValueError(f"url {shown!r} must start with http://, https:// or file://")
     if any(c.isspace() or not c.isprintable() for c in url):
-        raise ValueError(f"url {url!r} contains a space or a control character; write a space as %20")
+        raise ValueError(f"url {shown!r} contains a space or a control character; write a space as %20")
     try:
         _URL.validate_python(url)
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValidationError as exc:
         reason = exc.errors()[0]["msg"].removeprefix("Input should be a valid URL, ")
-        raise ValueError(f"url {url!r} is not a valid url ({reason})") from None
+        raise ValueError(f"url {shown!r} is not a valid url ({reason})") from None
     except ValueError as exc:
-        raise ValueError(f"url {url!r} is not a valid url ({exc})") from None
+        raise ValueError(f"url {shown!r} is not a valid url ({exc})") from None
     if parts.scheme != "file" and not parts.hostname:
-        raise ValueError(f"url {url!r} has no host")
+        raise ValueError(f"url {shown!r} has no host")
     return url
 
 
@@ -69,7 +71,7 @@ def _parts(url: str) -> ParseResult:
     try:
         return urlparse(url)
     except ValueError as exc:
-        raise ValueError(f"url {url!r} is not a valid url ({exc}); write the host as in a browser's "
+        raise ValueError(f"url {without_userinfo(url)!r} is not a valid url ({exc}); write the host as in a browser's "
                          "address bar (an IPv6 address in [ ])") from None
 
 
