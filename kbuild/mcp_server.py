@@ -152,19 +152,20 @@ class Store:
         whole, with the note's current text, when it was written against another revision."""
         import json
 
-        from .learning import BadDelta, DeltaRefused, apply, learn_answer, parse_delta, plan_delta
+        from .learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
 
         app = self.spec.application
         if app is None:
             raise StoreError(f"{self.spec.path} defines no knowledge base")
         try:
-            plan = plan_delta(self.root, app.store, parse_delta(json.dumps(delta), "the delta"))
+            parsed = parse_delta(json.dumps(delta), "the delta")
+            # applied under the project's write lock, checked against what it changes: a second
+            # agent's delta on the same revision is refused, never lost
+            plan = plan_delta(self.root, app.store, parsed) if dry_run else plan_and_apply(self.root, app.store, parsed)
         except BadDelta as exc:
             raise StoreError(str(exc)) from None
         except DeltaRefused as exc:
             raise StoreError(str(exc) + (f"\n\n{exc.current}" if exc.current else "")) from None
-        if not dry_run:
-            apply(self.root, app.store, plan)
         return learn_answer(plan, not dry_run)
 
     def _targets(self, spec: Buildfile) -> list[Any]:
