@@ -292,3 +292,72 @@ def test_status_expects_no_model_call_of_the_offline_backend(tmp_path, monkeypat
     (tmp_path / "a.md").write_text("# A\n\nThe limit is 4 tries.\n")
     status = kbuild(tmp_path, "status").output
     assert "a.md changed" in status and "model calls: none expected" in status
+
+
+# -- habits a new user brings (issue 51) ------------------------------------------------------------
+
+def test_a_mistyped_command_gets_the_nearest_ones():
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    result = CliRunner().invoke(main, ["buidl"])
+    assert result.exit_code == 2 and "Did you mean 'build'?" in result.output, result.output
+    assert "Did you mean" not in CliRunner().invoke(main, ["xyzzy"]).output  # nothing near: no guess
+
+
+def test_help_names_a_command_and_groups_the_list_without_plumbing():
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    assert CliRunner().invoke(main, ["help", "add"]).output == CliRunner().invoke(main, ["add", "--help"]).output
+    listing = CliRunner().invoke(main, ["--help"]).output
+    assert "Build and check:" in listing and "Read the store:" in listing
+    assert "merge-lock" not in listing and "…" not in listing  # plumbing hidden; no line cut short
+    assert CliRunner().invoke(main, ["merge-lock", "--help"]).exit_code == 0  # still there for git
+
+
+def test_global_options_are_taken_after_the_command(project):
+    from click.testing import CliRunner
+
+    from kbuild.cli import main
+
+    assert kbuild(project).exit_code == 0
+    for args in (["status", "-C", str(project)], ["status", f"--directory={project}"],
+                 ["status", "-f", str(project / "Kbuildfile.py"), "-C", str(project)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0 and result.output.startswith("up to date"), (args, result.output)
+
+
+def test_check_takes_json_as_the_other_commands_do(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    result = kbuild(tmp_path, "check", "--json")
+    assert json.loads(result.output)["schema"] == "kbuild.check/1", result.output
+    assert kbuild(tmp_path, "check", "--json", "--format", "sarif").exit_code == 2
+
+
+def test_logs_and_cache_as_json_also_when_empty(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    logs = kbuild(tmp_path, "logs", "--json")
+    assert logs.exit_code == 0 and logs.output == ""  # JSON Lines: no call, no line
+    cache = json.loads(kbuild(tmp_path, "cache", "--json").output)
+    assert cache["schema"] == "kbuild.cache/1" and cache["answers"] == 0
+
+
+def test_add_lists_several_paths_or_a_folder_and_goes_on_past_one_that_fails(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "docs/sub").mkdir(parents=True)
+    (tmp_path / "docs/.drafts").mkdir()
+    (tmp_path / "docs/a.md").write_text("# A\n\nAlpha.\n")
+    (tmp_path / "docs/sub/b.txt").write_text("Beta.\n")
+    (tmp_path / "docs/sub/a.md").write_text("# A again\n")  # the same id as docs/a.md
+    (tmp_path / "docs/.drafts/c.md").write_text("# draft\n")
+    (tmp_path / "docs/old.odt").write_bytes(b"PK")  # a format kbuild refuses: not listed
+    (tmp_path / "x.md").write_text("# X\n")
+    result = kbuild(tmp_path, "add", "p", "docs", "x.md")
+    assert result.exit_code == 2 and "docs/sub/a.md" in result.output and "1 of 4" in result.output, result.output
+    listed = (tmp_path / "kb/p/sources.yml").read_text()
+    assert all(f"path: {p}" in listed for p in ("docs/a.md", "docs/sub/b.txt", "x.md"))
+    assert ".drafts" not in listed and "old.odt" not in listed
+    assert kbuild(tmp_path, "add", "p", "docs/a.md", "x.md", "--id", "one").exit_code == 2

@@ -6,6 +6,7 @@ that does the work and print; a failure is a `KbuildError` carrying its exit cod
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from pathlib import Path
@@ -38,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "forget": ("learn", "forget", "Forget a note (ID or PROJECT/ID): a tombstone replaces it, and the build it runs "
                                   "removes or rebuilds every page built on it; cached and logged calls holding its "
                                   "words are deleted."),
+    "help": ("help", "help_command", "Say what a command does and takes: `kbuild help add` is `kbuild add --help`."),
     "graph": ("inspection", "graph", "Print the recorded dependency graph (edges point from a query to what it "
                                      "read), whole or around one PAGE (a generated file or a query id): what it is "
                                      "built on and what is built on it."),
@@ -68,8 +70,22 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# `kbuild --help` in groups, everyday work first; plumbing (git's merge drivers) is not listed
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Build and check": ("build", "check", "watch", "status", "clean"),
+    "Sources, views and specs": ("init", "add", "remove", "view", "spec"),
+    "Read the store": ("search", "context", "show", "eval", "mcp"),
+    "Notes learned from work": ("learn", "confirm", "forget", "export", "import"),
+    "Inspect and diagnose": ("explain", "graph", "logs", "cache", "doctor", "plugins", "help"),
+}
+PLUMBING = ("merge-lock", "merge-sources")
+
 GLOBAL_FLAGS = {"-q", "--quiet", "-v", "--verbose", "--debug"}
 GLOBAL_WITH_VALUE = {"-C", "--directory", "-f", "--file"}
+
+
+def _global_option(arg: str) -> bool:
+    return arg in GLOBAL_FLAGS or arg in GLOBAL_WITH_VALUE or arg.split("=", 1)[0] in ("--directory", "--file")
 
 
 class Commands(click.Group):
@@ -85,24 +101,44 @@ class Commands(click.Group):
         command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named first; a name that is none gets the nearest ones (`kbuild buidl`:
+        did you mean build?), as git answers."""
+        name = click.utils.make_str(args[0])
+        if name not in COMMANDS and not name.startswith("-"):
+            near = difflib.get_close_matches(name, list(COMMANDS), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            ctx.fail(f"No such command {name!r}.{hint} `kbuild --help` lists them.")
+        return super().resolve_command(ctx, args)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Global flags are taken after the command too (`kbuild build -q`), as git takes them;
-        none of the commands has an option of those names. Not after `--`."""
+        """Global options are taken after the command too (`kbuild build -q`, `kbuild status -C
+        docs`), as git takes them; none of the commands has an option of those names. Not after
+        `--`."""
         at = 0
         while at < len(args) and args[at] not in COMMANDS:  # past the global options and their values
             at += 2 if args[at] in GLOBAL_WITH_VALUE else 1
         if at < len(args):
             end = args.index("--", at) if "--" in args[at:] else len(args)
-            after = args[at + 1:end]
-            args = [*args[:at], *(a for a in after if a in GLOBAL_FLAGS), args[at],
-                    *(a for a in after if a not in GLOBAL_FLAGS), *args[end:]]
+            moved: list[str] = []
+            kept: list[str] = []
+            after = iter(args[at + 1:end])
+            for arg in after:
+                if _global_option(arg):
+                    moved.append(arg)
+                    if arg in GLOBAL_WITH_VALUE:
+                        moved.append(next(after, ""))  # its value (a missing one: click says so)
+                else:
+                    kept.append(arg)
+            args = [*args[:at], *moved, args[at], *kept, *args[end:]]
         return super().parse_args(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [(name, click.utils.make_default_short_help(line, limit)) for name, (_, _, line) in sorted(COMMANDS.items())]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+        for title, names in GROUPS.items():
+            with formatter.section(title):
+                formatter.write_dl([(name, COMMANDS[name][2]) for name in names])
+        formatter.write_paragraph()
+        formatter.write_text("`kbuild help COMMAND` (or `kbuild COMMAND --help`) tells more of one command.")
 
 
 @click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

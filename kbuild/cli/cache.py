@@ -27,9 +27,10 @@ def _size(n: float) -> str:
 
 
 @click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print kbuild.cache/1 (docs/json.md).")
 @pass_session
 @click.pass_context
-def cache(ctx: click.Context, session: Session) -> None:
+def cache(ctx: click.Context, session: Session, as_json: bool) -> None:
     """The cache of model calls: where it is, its size, and its hit rate over recent builds.
 
     Example: kbuild cache   (then: kbuild cache gc --max-size 500M)
@@ -50,6 +51,11 @@ def cache(ctx: click.Context, session: Session) -> None:
             continue
         hits, calls, builds = hits + saved.get("cache_hits", 0), calls + saved.get("calls", 0), builds + 1
     where = engine.cache_dir
+    if as_json:
+        click.echo(json.dumps({"schema": "kbuild.cache/1", "path": str(where), "answers": len(found),
+                               "bytes": sum(e.size for e in found), "builds": builds, "cache_hits": hits,
+                               "calls": calls}, indent=2))
+        return
     click.echo(f"{where}: {len(found)} answers, {_size(sum(e.size for e in found))}")
     if hits + calls:
         click.echo(f"hit rate over the last {builds} builds: {hits / (hits + calls):.0%} "

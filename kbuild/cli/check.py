@@ -20,13 +20,14 @@ FORMATS = ["text", "json", "github", "sarif", "gitlab"]
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="json: kbuild.check/1 (docs/json.md); github: Actions annotations and a step summary; "
                    "sarif: SARIF 2.1.0 for code scanning; gitlab: GitLab Code Quality.")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json, as other commands take it.")
 @click.option("--strict", is_flag=True, help="Fail too while a note needs review (its evidence changed since it "
                                              "was written).")
 @click.option("--record", is_flag=True, help="When the check passes, write kbuild.checked beside the lock: commit it, "
                                              "and a fresh clone's check hashes the files instead of running again.")
 @click.option("--full", is_flag=True, help="Run the whole check even when kbuild.checked holds.")
 @pass_session
-def check(session: Session, fmt: str, strict: bool, record: bool = False, full: bool = False) -> None:
+def check(session: Session, fmt: str, as_json: bool, strict: bool, record: bool = False, full: bool = False) -> None:
     """Fail (exit 1) while any page is stale, edited by hand, dangling, ungrounded, unbuilt or orphaned.
 
     Needs no model, no network and no .kbuild/: run it in CI on a fresh clone. Exit 2: the check
@@ -40,6 +41,11 @@ def check(session: Session, fmt: str, strict: bool, record: bool = False, full: 
     from .. import __version__, checked
     from ..checks import formats
     from ..checks.store import check_store, harness_findings
+
+    if as_json:
+        if fmt not in ("text", "json"):
+            raise KbuildError(f"--json and --format {fmt} ask for two formats; give one", WRONG)
+        fmt = "json"
 
     folder = _store_folder(session)
     if not (full or record) and checked.holds(str(folder), __version__, strict):

@@ -144,7 +144,7 @@ def graph(session: Session, fmt: Format, no_files: bool, page: str | None) -> No
 @click.option("--query", "query", help="Only calls made for queries whose id contains this.")
 @click.option("--errors", is_flag=True, help="Only replies that failed (did not fit their schema).")
 @click.option("--full", is_flag=True, help="Show each prompt and response in full.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON Lines: one kbuild.call/1 object per call, none when no call is logged.")
 @pass_session
 def logs(session: Session, limit: int, query: str | None, errors: bool, full: bool, as_json: bool) -> None:
     """Every model call: prompt, response, tokens, latency, cost, and whether the cache answered.
@@ -158,11 +158,12 @@ def logs(session: Session, limit: int, query: str | None, errors: bool, full: bo
 
     _, engine = session.load()
     if not LocalState(engine.state_dir).call_log.exists():
-        click.echo("no model calls logged yet (the offline backend makes none)")
+        if not as_json:  # JSON Lines: no call, no line
+            click.echo("no model calls logged yet (the offline backend makes none)")
         return
     for call in CallLog.for_root(engine.state_dir).rows(limit, query, errors):
         if as_json:
-            click.echo(json.dumps(asdict(call), sort_keys=True))
+            click.echo(json.dumps({"schema": "kbuild.call/1", **asdict(call)}, sort_keys=True))
             continue
         hit = "cache" if call.cache_hit else f"{call.latency_ms:.0f} ms"
         cost = "$?" if call.cost is None and not call.cache_hit else f"${call.cost or 0:.4f}"

@@ -21,34 +21,84 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("project")
-@click.argument("path_or_url")
-@click.option("--id", "source_id", help="The source's id (default: from its file name).")
+@click.argument("paths_or_urls", metavar="PATH_OR_URL...", nargs=-1, required=True)
+@click.option("--id", "source_id", help="The source's id (default: from its file name); with one path only.")
 @pass_session
-def add(session: Session, project: str, path_or_url: str, source_id: str | None) -> None:
+def add(session: Session, project: str, paths_or_urls: tuple[str, ...], source_id: str | None) -> None:
     """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments.
 
-    A file outside the project is copied into sources/ first, so the project holds it.
+    Give several paths, or a folder (each document in it, hidden files aside), to list them all
+    at once. A file outside the project is copied into sources/ first, so the project holds it.
+    A path that cannot be listed gets one line and the others are listed (exit 2).
 
-    Example: kbuild add payments docs/requirements.pdf --id requirements
+    Example: kbuild add payments docs/requirements.pdf --id requirements   (or: kbuild add payments docs/)
     """
+    spec, _ = session.load()
+    app = session.application(spec)
+    try:
+        check_id("project", project)
+    except BadId as exc:
+        raise KbuildError(str(exc), WRONG) from None
+    given = [p for arg in paths_or_urls for p in _documents(session.directory, arg, spec.root)]
+    if source_id is not None and len(given) != 1:
+        raise KbuildError(f"--id names one source, and {len(given)} were given; list them without --id", WRONG)
+    if len(given) == 1:
+        _add_one(session, spec.root, app.store.sources_file(project), given[0], source_id)
+        return
+    failed = 0
+    for path_or_url in given:
+        try:
+            _add_one(session, spec.root, app.store.sources_file(project), path_or_url, None)
+        except KbuildError as exc:  # one line, and the others are listed
+            failed += 1
+            click.echo(f"kbuild: {path_or_url}: {exc.format_message()}", err=True)
+    if failed:
+        raise KbuildError(f"{failed} of {len(given)} could not be listed (above); the others were", WRONG)
+
+
+def _documents(directory: Path, arg: str, root: Path) -> list[str]:
+    """`arg` itself, or for a folder each file in it that a converter reads (a format kbuild or
+    a plug-in reads, not one it refuses), in path order; hidden files and folders, and the
+    store's own folders, left out."""
+    folder = directory / arg
+    if "://" in arg or not folder.is_dir():
+        return [arg]
+    from ..convert.formats import UNSUPPORTED, extension
+    from ..plugins import registry
+
+    found = []
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if any(p.startswith(".") for p in parts) or not path.is_file() or path.is_symlink():
+            continue
+        if path.resolve().is_relative_to(root / "kb") or path.resolve().is_relative_to(root / ".kbuild"):
+            continue
+        ext = extension(path.name)
+        converter = registry().converter(ext)
+        if converter is None or (converter.plugin.builtin and ext in UNSUPPORTED):
+            continue
+        found.append(str(path.relative_to(directory)) if path.is_relative_to(directory) else str(path))
+    if not found:
+        raise KbuildError(f"{arg} holds no document kbuild reads; give the files, or a folder that holds some", WRONG)
+    return found
+
+
+def _add_one(session: Session, root: Path, sources_file: str, path_or_url: str, source_id: str | None) -> None:
     from pydantic import ValidationError
 
     from ..store.sources import SourcesError, one_line, source_for
     from ..store.sources import add as add_entry
 
-    spec, _ = session.load()
-    app = session.application(spec)
     try:
-        source = source_for(path_or_url, session.directory, spec.root, source_id)
-        check_id("project", project)
-        add_entry(spec.root / app.store.sources_file(project), source)
+        source = source_for(path_or_url, session.directory, root, source_id)
+        add_entry(root / sources_file, source)
     except ValidationError as exc:
         raise KbuildError(one_line(exc), WRONG) from None
     except (BadId, SourcesError) as exc:
         raise KbuildError(without_userinfo(str(exc)), WRONG) from None
-    if source.path is not None and not (session.directory / path_or_url).resolve().is_relative_to(spec.root):
+    if source.path is not None and not (session.directory / path_or_url).resolve().is_relative_to(root):
         click.echo(f"copied {path_or_url} to {source.path}, inside the project (commit it with the store)")
-    click.echo(f"added {source.id} to {app.store.sources_file(project)}; run `kbuild` to build it")
+    click.echo(f"added {source.id} to {sources_file}; run `kbuild` to build it")
 
 
 @click.command()
