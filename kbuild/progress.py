@@ -45,7 +45,10 @@ class Progress:
         if now - self.last_line >= LINE_EVERY:
             self.last_line = now
             of = f" of {self.total}" if self.total is not None else ""
-            print(f"kbuild: {self.done}{of} queries, {self.failed} failed, {now - self.started:.0f} s; now {qid[:60]}",
+            elapsed = now - self.started
+            # at the pace so far: a guess the log says is one, better than none on an hour's build
+            left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left" if self.total else ""
+            print(f"kbuild: {self.done}{of} queries, {self.failed} failed, {elapsed:.0f} s{left}; now {qid[:60]}",
                   file=self.stream, flush=True)
 
     def close(self) -> None:

@@ -275,6 +275,7 @@ def test_a_long_build_in_a_log_prints_plain_progress_lines(monkeypatch):
     bar("fail", "fact(\"p\",\"a\",\"x\")")
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("kbuild: 1 of 2 queries, 0 failed") and "now fact(" in lines[0]
+    assert " s left; " in lines[0] and " s left" not in lines[2]  # an estimate while there is a total
     assert lines[2].startswith("kbuild: 3 queries, 0 failed")  # more ran than counted: no total, not 150%
     assert lines[3].startswith("kbuild: 4 queries, 1 failed")
     quiet = io.StringIO()
@@ -361,3 +362,14 @@ def test_add_lists_several_paths_or_a_folder_and_goes_on_past_one_that_fails(tmp
     assert all(f"path: {p}" in listed for p in ("docs/a.md", "docs/sub/b.txt", "x.md"))
     assert ".drafts" not in listed and "old.odt" not in listed
     assert kbuild(tmp_path, "add", "p", "docs/a.md", "x.md", "--id", "one").exit_code == 2
+
+
+def test_the_offline_notice_is_said_once_per_store(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nAlpha.\n")
+    assert kbuild(tmp_path, "add", "p", "a.md").exit_code == 0
+    assert "no model configured" in kbuild(tmp_path).output
+    (tmp_path / "a.md").write_text("# A\n\nAlpha and beta.\n")
+    assert "no model configured" not in kbuild(tmp_path).output
+    assert kbuild(tmp_path, "clean").exit_code == 0
+    assert "no model configured" in kbuild(tmp_path).output  # a store that forgot it hears it again

@@ -71,7 +71,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
         click.secho(f"failed: {problem}", fg="red", err=True)
     app = spec.application
     notice = getattr(app.backend, "notice", None) if app is not None else None
-    if notice and not session.quiet and not as_json:
+    if notice and not session.quiet and not as_json and _first_said(engine.state_dir, notice):
         click.echo(f"kbuild: {notice}", err=True)
     listings = {glob: uptodate.listing(spec.root, glob) for glob in app.target_globs()} if app else {}
     targets = session.targets(spec)
@@ -252,3 +252,21 @@ def print_report(report: Report, debug: bool, quiet: bool = False, verbose: bool
         click.secho(f"({len(report.failed) - len(causes)} more could not be built because of these)", fg="red", err=True)
     if not quiet:
         click.echo(report.summary())
+
+
+def _first_said(state_dir: Path, notice: str) -> bool:
+    """True the first time this store hears `notice` (it is kept in .kbuild/notice): a setting
+    said once, not at every build; said again when it changes, or after `kbuild clean`."""
+    from ..engine import atomic_write
+
+    said = state_dir / "notice"
+    try:
+        if said.read_text() == notice:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        atomic_write(said, notice.encode())
+    except OSError:
+        pass  # a store we cannot write to hears it every time
+    return True
