@@ -16,18 +16,37 @@ def broken(quick):
     raise SystemExit("kbuild add failed:\\nsome output | with a bar")
 
 table.FIGURES = {"broken": broken, "fine": lambda quick: {"Fine": [("what", "result", "aim")]}}
-sys.argv = ["benchmarks", "--only", "broken", "fine"]
+sys.argv = ["benchmarks", "--only", *sys.argv[2:], "--out", sys.argv[1]]
 table.main()
 """
 
 
-def test_a_figure_that_exits_is_a_failed_row_and_the_table_is_printed():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=REPO)
+def test_a_figure_that_exits_is_a_failed_row_and_the_table_is_printed(tmp_path):
+    page = tmp_path / "benchmarks.md"
+    result = subprocess.run([sys.executable, "-c", SCRIPT, page, "broken", "fine"], capture_output=True, text=True,
+                            cwd=REPO)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "| figure | measured | result | aim or anchor |"
     assert "| broken | failed | SystemExit: kbuild add failed: some output \\| with a bar |  |" in lines
     assert "| Fine | what | result | aim |" in lines
+    assert "| Fine | what | result | aim |" in page.read_text()
+
+
+def test_a_run_rewrites_only_the_figures_it_ran_under_their_command_and_machine(tmp_path):
+    """docs/benchmarks.md holds tables measured by hand beside the generated ones: a run of one
+    figure must keep them and the other figures' blocks, and say how and where it measured."""
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\nA table measured by hand.\n\n<!-- figure broken -->\nold\n<!-- end broken -->\n"
+                    "\nBetween the figures.\n\n<!-- figure fine -->\nold fine\n<!-- end fine -->\n")
+    result = subprocess.run([sys.executable, "-c", SCRIPT, page, "fine"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    text = page.read_text()
+    assert "A table measured by hand." in text and "Between the figures." in text
+    assert "<!-- figure broken -->\nold\n<!-- end broken -->" in text and "old fine" not in text
+    block = text.split("<!-- figure fine -->", 1)[1].split("<!-- end fine -->", 1)[0]
+    assert "`python -m benchmarks --only fine`" in block and "CPUs, Python " in block
+    assert "| Fine | what | result | aim |" in block
 
 
 def test_the_check_breakdown_runs_on_a_small_store():
