@@ -91,7 +91,7 @@ def test_the_edit_time_takes_several_edited_sources_and_several_cold_builds():
 
 
 def test_the_collector_breakdown_runs_on_a_small_store():
-    """benchmarks/collector.py is what the README's figures for the cyclic collector come from."""
+    """benchmarks/collector.py is what docs/benchmarks.md's figures for the cyclic collector come from."""
     result = subprocess.run([sys.executable, "benchmarks/collector.py", "--chunks", "20", "--facts"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -108,8 +108,8 @@ def test_the_lock_render_figure_compares_two_installs_on_the_same_bytes():
 
 
 def test_the_index_build_figure_runs_on_a_small_store_and_checks_both_write_the_same_files():
-    """benchmarks/index_build.py is where the search index's build figure in ranking.py, the
-    README and docs/design.md comes from; it stops when the two indexes differ."""
+    """benchmarks/index_build.py is where the search index's build figure in ranking.py,
+    docs/benchmarks.md and docs/design.md comes from; it stops when the two indexes differ."""
     result = subprocess.run([sys.executable, "benchmarks/index_build.py", "--facts", "60", "--runs", "1"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -119,7 +119,7 @@ def test_the_index_build_figure_runs_on_a_small_store_and_checks_both_write_the_
 
 def test_the_lock_difference_figure_runs_and_checks_both_ways_agree():
     """benchmarks/lock_difference.py is where the figure for finding a pull's changed entries in
-    lockfile.py, docs/engine.md and the README comes from; it stops when the two ways disagree."""
+    lockfile.py, docs/engine.md and docs/benchmarks.md come from; it stops when the two ways disagree."""
     result = subprocess.run([sys.executable, "benchmarks/lock_difference.py", "--entries", "500", "--changed", "7",
                              "--runs", "1"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -137,7 +137,7 @@ def test_the_check_record_figures_run_on_a_small_store():
 
 
 def test_the_check_figures_time_the_whole_check_and_the_recorded_one():
-    """benchmarks/check.py is where the README's figure for a recorded check at 10,000 facts
+    """benchmarks/check.py is where docs/benchmarks.md's figure for a recorded check at 10,000 facts
     comes from: the record it writes must be answered, or the two figures would be one."""
     result = subprocess.run([sys.executable, "benchmarks/check.py", "--facts", "60", "--runs", "1"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
