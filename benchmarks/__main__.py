@@ -1,17 +1,23 @@
-"""Every figure of the performance issue in one run, printed as one Markdown table.
+"""Every figure of the performance issue in one run: printed as one Markdown table, and each
+figure's table written into docs/benchmarks.md under the command and the machine that made it.
 
     python -m benchmarks                 # all figures (about 20 minutes on 2 cores)
     python -m benchmarks --quick         # smaller sizes, no revision replay (about 3 minutes)
     python -m benchmarks --only noop pull scheduling
 
-Each figure's script in this folder runs on its own too, with more detail. Ratios are measured
-within one run (these machines are shared and noisy); times are medians of several runs.
-Figures that read ../shared/corpus are left out when it is not there.
+A run replaces only the blocks of the figures it ran (`<!-- figure NAME -->` to `<!-- end NAME -->`);
+the rest of docs/benchmarks.md, the tables measured by hand, stays as written. Each figure's script
+in this folder runs on its own too, with more detail. Ratios are measured within one run (these
+machines are shared and noisy); times are medians of several runs. Figures that read ../shared/corpus
+are left out when it is not there.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
+import re
 import statistics
 import sys
 import time
@@ -30,6 +36,7 @@ use_installed_kbuild()  # not the checkout's kbuild/, which lacks kbuild.rules
 
 Row = tuple[str, str, str]  # (what was measured, the result, the aim or the anchor)
 CORPUS = HERE.parent.parent / "shared" / "corpus"
+DOC = HERE.parent / "docs" / "benchmarks.md"
 
 
 def noop_and_memory(quick: bool) -> dict[str, list[Row]]:
@@ -194,8 +201,14 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, no revision replay")
     parser.add_argument("--only", nargs="*", choices=list(FIGURES), default=list(FIGURES))
+    parser.add_argument("--out", type=Path, default=DOC, help="the page whose figure blocks are replaced "
+                        "(default docs/benchmarks.md)")
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
     args = parser.parse_args()
+    command = " ".join(["python -m benchmarks", *(["--quick"] if args.quick else []),
+                        *(["--only", *args.only] if args.only != list(FIGURES) else [])])
     table: dict[str, list[Row]] = {}
+    blocks: dict[str, str] = {}
     for name in args.only:
         started = time.perf_counter()
         print(f"running {name} ...", file=sys.stderr, flush=True)
@@ -203,12 +216,40 @@ def main() -> None:
             figures = FIGURES[name](args.quick)
         except (Exception, SystemExit) as exc:  # one broken figure must not lose the others' numbers
             figures = {name: [("failed", _one_line(f"{type(exc).__name__}: {exc}"), "")]}
+        took = time.perf_counter() - started
         table.update(figures)
-        print("\n".join(_lines(figures)), f"\n  ({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr,
-              flush=True)
+        blocks[name] = _block(name, figures, command, took)
+        print("\n".join(_lines(figures)), f"\n  ({name}: {took:.0f} s)", file=sys.stderr, flush=True)
     print("| figure | measured | result | aim or anchor |")
     print("|---|---|---|---|")
     print("\n".join(_lines(table)))
+    if not args.no_write:
+        args.out.write_text(replace_blocks(args.out.read_text() if args.out.exists() else "", blocks))
+        print(f"wrote {len(blocks)} figure(s) into {args.out}", file=sys.stderr)
+
+
+def machine() -> str:
+    """What a reader needs to compare a figure with their own: cores, Python, system, day."""
+    return (f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()} "
+            f"{platform.machine()}, {datetime.date.today().isoformat()}")
+
+
+def _block(name: str, figures: dict[str, list[Row]], command: str, took: float) -> str:
+    return "\n".join([f"<!-- figure {name} -->", f"### {name}", "",
+                      f"`{command}` on {machine()} ({took:.0f} s for this figure)", "",
+                      "| figure | measured | result | aim or anchor |", "|---|---|---|---|",
+                      *_lines(figures), f"<!-- end {name} -->"])
+
+
+def replace_blocks(page: str, blocks: dict[str, str]) -> str:
+    """The page with each figure's block replaced where it stands, a new figure's added at the end."""
+    for name, block in blocks.items():
+        pattern = re.compile(rf"<!-- figure {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->", re.S)
+        if pattern.search(page):
+            page = pattern.sub(lambda _: block, page)
+        else:
+            page = page.rstrip("\n") + ("\n\n" if page.strip() else "") + block + "\n"
+    return page
 
 
 def _one_line(text: str, width: int = 300) -> str:

@@ -16,18 +16,37 @@ def broken(quick):
     raise SystemExit("kbuild add failed:\\nsome output | with a bar")
 
 table.FIGURES = {"broken": broken, "fine": lambda quick: {"Fine": [("what", "result", "aim")]}}
-sys.argv = ["benchmarks", "--only", "broken", "fine"]
+sys.argv = ["benchmarks", "--only", *sys.argv[2:], "--out", sys.argv[1]]
 table.main()
 """
 
 
-def test_a_figure_that_exits_is_a_failed_row_and_the_table_is_printed():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=REPO)
+def test_a_figure_that_exits_is_a_failed_row_and_the_table_is_printed(tmp_path):
+    page = tmp_path / "benchmarks.md"
+    result = subprocess.run([sys.executable, "-c", SCRIPT, page, "broken", "fine"], capture_output=True, text=True,
+                            cwd=REPO)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "| figure | measured | result | aim or anchor |"
     assert "| broken | failed | SystemExit: kbuild add failed: some output \\| with a bar |  |" in lines
     assert "| Fine | what | result | aim |" in lines
+    assert "| Fine | what | result | aim |" in page.read_text()
+
+
+def test_a_run_rewrites_only_the_figures_it_ran_under_their_command_and_machine(tmp_path):
+    """docs/benchmarks.md holds tables measured by hand beside the generated ones: a run of one
+    figure must keep them and the other figures' blocks, and say how and where it measured."""
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\nA table measured by hand.\n\n<!-- figure broken -->\nold\n<!-- end broken -->\n"
+                    "\nBetween the figures.\n\n<!-- figure fine -->\nold fine\n<!-- end fine -->\n")
+    result = subprocess.run([sys.executable, "-c", SCRIPT, page, "fine"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    text = page.read_text()
+    assert "A table measured by hand." in text and "Between the figures." in text
+    assert "<!-- figure broken -->\nold\n<!-- end broken -->" in text and "old fine" not in text
+    block = text.split("<!-- figure fine -->", 1)[1].split("<!-- end fine -->", 1)[0]
+    assert "`python -m benchmarks --only fine`" in block and "CPUs, Python " in block
+    assert "| Fine | what | result | aim |" in block
 
 
 def test_the_check_breakdown_runs_on_a_small_store():
@@ -72,7 +91,7 @@ def test_the_edit_time_takes_several_edited_sources_and_several_cold_builds():
 
 
 def test_the_collector_breakdown_runs_on_a_small_store():
-    """benchmarks/collector.py is what the README's figures for the cyclic collector come from."""
+    """benchmarks/collector.py is what docs/benchmarks.md's figures for the cyclic collector come from."""
     result = subprocess.run([sys.executable, "benchmarks/collector.py", "--chunks", "20", "--facts"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -89,8 +108,8 @@ def test_the_lock_render_figure_compares_two_installs_on_the_same_bytes():
 
 
 def test_the_index_build_figure_runs_on_a_small_store_and_checks_both_write_the_same_files():
-    """benchmarks/index_build.py is where the search index's build figure in ranking.py, the
-    README and docs/design.md comes from; it stops when the two indexes differ."""
+    """benchmarks/index_build.py is where the search index's build figure in ranking.py,
+    docs/benchmarks.md and docs/design.md comes from; it stops when the two indexes differ."""
     result = subprocess.run([sys.executable, "benchmarks/index_build.py", "--facts", "60", "--runs", "1"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -100,7 +119,7 @@ def test_the_index_build_figure_runs_on_a_small_store_and_checks_both_write_the_
 
 def test_the_lock_difference_figure_runs_and_checks_both_ways_agree():
     """benchmarks/lock_difference.py is where the figure for finding a pull's changed entries in
-    lockfile.py, docs/engine.md and the README comes from; it stops when the two ways disagree."""
+    lockfile.py, docs/engine.md and docs/benchmarks.md come from; it stops when the two ways disagree."""
     result = subprocess.run([sys.executable, "benchmarks/lock_difference.py", "--entries", "500", "--changed", "7",
                              "--runs", "1"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -118,7 +137,7 @@ def test_the_check_record_figures_run_on_a_small_store():
 
 
 def test_the_check_figures_time_the_whole_check_and_the_recorded_one():
-    """benchmarks/check.py is where the README's figure for a recorded check at 10,000 facts
+    """benchmarks/check.py is where docs/benchmarks.md's figure for a recorded check at 10,000 facts
     comes from: the record it writes must be answered, or the two figures would be one."""
     result = subprocess.run([sys.executable, "benchmarks/check.py", "--facts", "60", "--runs", "1"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)

@@ -296,14 +296,14 @@ def test_views_and_indexes_say_a_note_is_a_candidate(store):
     assert "## Refund payout time (confirmed note)" in digest and "candidate" not in digest
 
 
-def test_the_readme_example_runs_as_written(tmp_path):
+def test_the_documented_example_runs_as_written(tmp_path):
     import os
     import re
     import subprocess
     import sys
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Knowledge from work: notes", 1)[1]
+    readme = (Path(__file__).resolve().parents[1] / "docs/learning.md").read_text()
+    section = readme.split("## A note from start to end", 1)[1]
     script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KBUILD_"))}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
