@@ -5,7 +5,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from .buildstate import BuildState
 from .files import PathEscapesRoot
@@ -31,8 +31,13 @@ class Reads(Protocol):
     async def value_of(self, qid: str) -> Any: ...
 
 
-class Context:
-    """A rule's only window on the world: every read through it is recorded with its hash."""
+C = TypeVar("C")  # a rule's configuration: what it reads its declared settings from
+
+
+class Context(Generic[C]):
+    """A rule's only window on the world: every read through it is recorded with its hash.
+
+    A rule typed `ctx: Context[ItsConfiguration]` reads `ctx.settings.NAME` with that field's type."""
 
     __slots__ = ("_reads", "_build", "_query", "deps", "outputs", "notes")
 
@@ -53,13 +58,14 @@ class Context:
         return self._build.engine.root
 
     @property
-    def settings(self) -> Settings:
-        """The settings this query's rule declared (`@rule(settings=...)`), from its configuration."""
+    def settings(self) -> C:
+        """The settings this query's rule declared (`@rule(settings=...)`), read from its
+        configuration with the types it declares them with; reading another raises."""
         rule = self._query.rule
         if rule.configuration is None and rule.settings:
             raise TypeError(f"rule {rule.name} reads settings but was never configured; a Kbuildfile lists the "
                             "rule as its application configured it (rule.configured(settings))")
-        return Settings(rule)
+        return cast(C, Settings(rule))
 
     def read(self, path: str | os.PathLike[str]) -> bytes:
         """The bytes of an input file. A missing file is recorded too, so creating it is a change."""
