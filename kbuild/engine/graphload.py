@@ -160,7 +160,7 @@ class GraphLoading:
         if not self.db.read_only:  # a check or a dry run reads the lock; only a build takes it in
             keep = {q for q, m in imported.items() if self.db.memos.get(q) == m}
             self.db.state.replace_memos(imported.values(), keep_values_of=keep)
-            # no build here wrote these: removed, each is kept a copy of (Outputs._remove_output)
+            # no build here wrote these: removed, each is kept a copy of (Outputs.remove)
             self.db.lock_only_outputs = {p for q, m in imported.items() if q not in keep for p in m.outputs}
             self.db.remember_lock_digests(self.db.lock_digests())
             self.db.state.delete_meta(CLEAN)

@@ -33,7 +33,7 @@ class Outputs:
                 full = area.path(path)  # checked through the file system where it is written
                 try:
                     # No fsync per file: the commit that records this output syncs the disk once
-                    # for every file written since the one before (buildstate._commit), and an
+                    # for every file written since the one before (BuildState.commit), and an
                     # output lost to a power cut before that is caught by its recorded hash anyway.
                     atomic_write(full, data, durable=False)
                 except OSError as exc:
@@ -51,7 +51,7 @@ class Outputs:
         """Remove a file a query no longer produces, if it is still what kbuild wrote: never a
         file outside the outputs' folder, one whose content is not the recorded one (edited by
         hand, or never ours), or one a query reads (until it is read no more: see
-        _finish_removals)."""
+        finish_removals)."""
         if path in self.produced:  # another query makes it now
             return
         full = self.db.engine.root / path
