@@ -49,7 +49,7 @@ class Build:
         summary = snapshot.clean_summary(root_ids, stat_pass)
         changed_files, changed_outputs = snapshot.changed_since(summary, stat_pass) if summary else ([], [])
         if summary is not None and not changed_files and not changed_outputs:
-            report.reused = summary["queries"]  # the no-op: nothing changed, the graph is not read
+            report.reused = summary.queries  # the no-op: nothing changed, the graph is not read
             snapshot.complete_stats(summary)
             report.seconds = time.perf_counter() - started
             return report
@@ -80,7 +80,7 @@ class Build:
             collect.check_output_owners()
         else:
             collect.collect_dropped(root_ids)
-            report.reused = summary["queries"] - len(collect.dead.keys() | {q for q in report.executed if q in db.replaced})
+            report.reused = summary.queries - len(collect.dead.keys() | {q for q in report.executed if q in db.replaced})
             collect.check_new_outputs()
         self.outputs.finish_removals()
         db.state.delete_meta(UNFINISHED)  # committed below, or when the build closes

@@ -13,7 +13,6 @@ lock carry the graph to a fresh clone, and makes a reverted edit cost nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +29,7 @@ from .hashing import ABSENT
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .lockfiles import LockFiles
 from .report import Report, StateDamaged, state_damaged, stop_for
-from .snapshot import CLEAN, StatPass
+from .snapshot import CLEAN, CleanRecord, StatPass
 from .rule import Query, Rule
 from .staleness import Inspection
 from .state import FileRead, Memo, State, flat
@@ -196,7 +195,7 @@ class Engine:
             only: set[str] | None = None  # the outputs worth a look
             stat_pass: StatPass | None = None
             if blob is not None:
-                summary = json.loads(blob)
+                summary = CleanRecord.parse(blob)
                 _, changed = build.snapshot.changed_since(summary)  # what the last build wrote, as it wrote it
                 stat_pass = replace(build.snapshot.stat_pass, summary=(blob, summary))
                 only = set(changed)
@@ -240,14 +239,10 @@ class Engine:
             return None
         state = State(self.local.state_db)
         try:
-            blob = state.get_meta(CLEAN)
+            summary = CleanRecord.read(state)
         finally:
             state.db.close()
-        if blob is None:
-            return None
-        summary = json.loads(blob)
-        stats: dict[str, list[int]] = summary.get("stats", {})
-        return stats if len(stats) == len(summary["files"].keys() | summary["outputs"].keys()) else None
+        return None if summary is None else summary.settled_stats()
 
     def inspect(self, read_outputs: Callable[[str], bool] | None = None) -> Inspection:
         """The recorded graph and every query that a build would have to check again, in one

@@ -10,19 +10,48 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from .buildstate import LOCK_FILES, BuildState
 from .hashing import hash_bytes
 from .lockfile import LockError, entries_that_differ, lock_entries, parse_entry, render_lock
 from .lockfiles import key_of
-from .state import FileRead, Memo, flat
+from .state import FileRead, Memo, State, flat
 from .verify import read_changed
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
 EMPTY_LOCK = render_lock({})  # what a lock file that is not there holds
 TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this state describes, by name
+
+
+@dataclass
+class CleanRecord:
+    """What a build that left every query settled recorded (the state's meta CLEAN): the one
+    record of "nothing changed" the engine keeps, which the next build holds the files against."""
+
+    targets: str  # the hash of the target ids it was built for
+    fingerprints: dict[str, str]  # rule -> the fingerprint its memos were made with
+    files: dict[str, str]  # each file read -> its hash
+    outputs: dict[str, str]  # each output written -> its hash
+    queries: int  # how many queries it left settled
+    stats: dict[str, list[int]] = field(default_factory=dict)  # the stat each had with that hash, where known
+
+    @classmethod
+    def parse(cls, blob: str) -> CleanRecord:
+        d = json.loads(blob)
+        return cls(d["targets"], d["fingerprints"], d["files"], d["outputs"], d["queries"], d.get("stats", {}))
+
+    @classmethod
+    def read(cls, state: State) -> CleanRecord | None:
+        blob = state.get_meta(CLEAN)
+        return None if blob is None else cls.parse(blob)
+
+    def save(self, state: State) -> None:
+        state.set_meta(CLEAN, json.dumps(vars(self)))
+
+    def settled_stats(self) -> dict[str, list[int]] | None:
+        """The stat of every file recorded, when one is known for each."""
+        return self.stats if len(self.stats) == len(self.files.keys() | self.outputs.keys()) else None
 
 
 @dataclass(frozen=True)
@@ -35,9 +64,9 @@ class StatPass:
     comes along, handed to the one build that takes the pass (which changes it as it goes)."""
 
     unchanged: dict[str, tuple[str, list[int]]]
-    summary: tuple[str, dict[str, Any]] | None = None  # (as recorded, parsed)
+    summary: tuple[str, CleanRecord] | None = None  # (as recorded, parsed)
 
-    def parsed(self, blob: str) -> dict[str, Any] | None:
+    def parsed(self, blob: str) -> CleanRecord | None:
         """The summary parsed from `blob`, if it is the one this pass looked against."""
         return self.summary[1] if self.summary is not None and self.summary[0] == blob else None
 
@@ -60,7 +89,7 @@ class Snapshot:
         self.stat_pass = StatPass({})  # what the last look at the files found unchanged by their stat
         self.restatted = False  # that look found a file with its content as recorded and another stat
 
-    def clean_summary(self, root_ids: list[str], earlier: StatPass | None = None) -> dict[str, Any] | None:
+    def clean_summary(self, root_ids: list[str], earlier: StatPass | None = None) -> CleanRecord | None:
         """What the last build recorded when it left every query settled, if it still describes
         this build: the same lock, targets and rules (parsed by `earlier`, when it parsed it)."""
         if self.db.lock_behind or (self.db.lock_changed and self.db.read_only):
@@ -68,11 +97,11 @@ class Snapshot:
         blob = self.db.state.get_meta(CLEAN)
         if blob is None:
             return None
-        summary = (earlier.parsed(blob) if earlier is not None else None) or json.loads(blob)
-        if summary["targets"] != _targets_digest(root_ids):
+        summary = (earlier.parsed(blob) if earlier is not None else None) or CleanRecord.parse(blob)
+        if summary.targets != _targets_digest(root_ids):
             return None
         rules = self.db.engine.rules
-        for name, fingerprint in summary["fingerprints"].items():
+        for name, fingerprint in summary.fingerprints.items():
             r = rules.get(name)
             if r is None or r.fingerprint_with(self.db.sources) != fingerprint:
                 return None
@@ -80,7 +109,7 @@ class Snapshot:
             return None
         return summary
 
-    def _take_lock_difference(self, summary: dict[str, Any], root_ids: list[str]) -> bool:
+    def _take_lock_difference(self, summary: CleanRecord, root_ids: list[str]) -> bool:
         """A new lock (a pull) taken in by what differs from the lock this state describes: the
         two compared entry by entry as bytes, only the entries that differ parsed, the state and
         the summary changed for those alone, so the build goes on as after any edit of a few
@@ -100,7 +129,7 @@ class Snapshot:
             return False
         new, gone_from = found
         removed = [q for q in gone_from if q not in new]
-        if 4 * (len(new) + len(removed)) > max(summary["queries"], 1) or any(q in removed for q in root_ids):
+        if 4 * (len(new) + len(removed)) > max(summary.queries, 1) or any(q in removed for q in root_ids):
             return False  # most of it: reading the whole lock costs no more
         try:
             incoming = {q: parse_entry(entry) for q, entry in new.items()}
@@ -197,11 +226,11 @@ class Snapshot:
                 return None
         return touched
 
-    def _take(self, summary: dict[str, Any], incoming: dict[str, Memo], removed: list[str],
+    def _take(self, summary: CleanRecord, incoming: dict[str, Memo], removed: list[str],
               before: dict[str, Memo], touched: dict[str, str | None]) -> None:
         """Replace the differing entries in the state, and bring the summary up to date with them."""
         state = self.db.state
-        files, outputs, stats = summary["files"], summary["outputs"], summary.get("stats", {})
+        files, outputs, stats = summary.files, summary.outputs, summary.stats
         for memo in before.values():
             for path in memo.outputs:
                 outputs.pop(path, None)
@@ -209,7 +238,7 @@ class Snapshot:
         for memo in incoming.values():
             state.save_memo(memo, None)
             outputs.update(memo.outputs)
-            summary["fingerprints"].setdefault(memo.rule, memo.fingerprint)
+            summary.fingerprints.setdefault(memo.rule, memo.fingerprint)
         for path, recorded in touched.items():
             stats.pop(path, None)
             if recorded is not None:
@@ -221,8 +250,8 @@ class Snapshot:
         for memo in incoming.values():
             for path in memo.outputs:
                 stats.pop(path, None)
-        summary["queries"] += len(incoming.keys() - before.keys()) - len(removed)
-        state.set_meta(CLEAN, json.dumps(summary))
+        summary.queries += len(incoming.keys() - before.keys()) - len(removed)
+        summary.save(state)
 
     def _remember_lock(self) -> None:
         """Link each lock file this state now describes into the state folder, where a later
@@ -253,12 +282,12 @@ class Snapshot:
         except (OSError, LockError):
             pass
 
-    def changed_since(self, summary: dict[str, Any], earlier: StatPass | None = None) -> tuple[list[str], list[str]]:
+    def changed_since(self, summary: CleanRecord, earlier: StatPass | None = None) -> tuple[list[str], list[str]]:
         """The files read and the outputs written that changed since the summary: a stat per
         file, as `git status` does, and not the graph (nor the stat cache, when each file still
         has the stat the summary recorded with its hash); none for what `earlier` found so.
         What this look found by stat alone is left in `self.stat_pass`."""
-        hasher, stats = self.db.hasher, summary.get("stats", {})
+        hasher, stats = self.db.hasher, summary.stats
         known = earlier.unchanged if earlier is not None else {}
         unchanged: dict[str, tuple[str, list[int]]] = {}
         self.stat_pass = StatPass(unchanged)
@@ -275,13 +304,13 @@ class Snapshot:
                 self.restatted = True  # same content, another stat (a checkout, a copy): recorded anew
             return now != digest
 
-        return ([path for path, digest in summary["files"].items() if changed(path, digest)],
-                [path for path, digest in summary["outputs"].items() if changed(path, digest)])
+        return ([path for path, digest in summary.files.items() if changed(path, digest)],
+                [path for path, digest in summary.outputs.items() if changed(path, digest)])
 
-    def _stats_of(self, summary: dict[str, Any], paths: Iterable[str] | None = None) -> dict[str, list[int]]:
+    def _stats_of(self, summary: CleanRecord, paths: Iterable[str] | None = None) -> dict[str, list[int]]:
         """The stat of each file the summary names (of `paths`, if given), where the stat cache
         holds it with that hash."""
-        files, outputs, recorded = summary["files"], summary["outputs"], self.db.hasher.recorded
+        files, outputs, recorded = summary.files, summary.outputs, self.db.hasher.recorded
         found = {}
         for path in files.keys() | outputs.keys() if paths is None else paths:
             entry = recorded(path) if path in files or path in outputs else None
@@ -294,20 +323,20 @@ class Snapshot:
         summary = self.clean_summary(root_ids)
         if summary is None or any(self.changed_since(summary)):
             return None
-        return summary["queries"]
+        return summary.queries
 
-    def complete_stats(self, summary: dict[str, Any]) -> None:
+    def complete_stats(self, summary: CleanRecord) -> None:
         """A no-op that had to hash files the summary holds no stat for (outputs a build had just
         written are too new to trust their stats) records their stats now, so the next no-op,
         and `kbuild.uptodate`, need only a stat per file. So does one that found files whose stat
         changed while their content did not (rewritten as they were by a checkout, copied):
         else every no-op after it would hash them again, and kbuild.uptodate never hold."""
         restatted = self.restatted
-        if restatted or len(summary.get("stats", {})) < len(summary["files"]) + len(summary["outputs"]):
+        if restatted or len(summary.stats) < len(summary.files) + len(summary.outputs):
             stats = self._stats_of(summary)
-            if restatted or len(stats) > len(summary.get("stats", {})):
-                summary["stats"] = stats
-                self.db.state.set_meta(CLEAN, json.dumps(summary))
+            if restatted or len(stats) > len(summary.stats):
+                summary.stats = stats
+                summary.save(self.db.state)
         self._remember_lock()
 
     def record_clean(self, root_ids: list[str]) -> None:
@@ -324,19 +353,18 @@ class Snapshot:
                 for dep, digest in group:
                     if isinstance(dep, FileRead):
                         files[dep.path] = digest
-        summary = {"targets": _targets_digest(root_ids), "fingerprints": fingerprints, "files": files,
-                   "outputs": outputs, "queries": len(self.db.memos)}
-        summary["stats"] = self._stats_of(summary)
-        self.db.state.set_meta(CLEAN, json.dumps(summary))
+        summary = CleanRecord(_targets_digest(root_ids), fingerprints, files, outputs, len(self.db.memos))
+        summary.stats = self._stats_of(summary)
+        summary.save(self.db.state)
         self._remember_lock()
 
-    def update_clean(self, summary: dict[str, Any], changed_files: list[str], reached: set[str],
+    def update_clean(self, summary: CleanRecord, changed_files: list[str], reached: set[str],
                      dead: dict[str, Memo]) -> None:
         """The summary of a build that loaded only what changes reached, brought up to date from
         the memos it replaced and removed, when it too left every query settled."""
         if self.db.failed or any(q not in self.db.green and q not in dead for q in reached):
             return
-        files, outputs = summary["files"], summary["outputs"]
+        files, outputs = summary.files, summary.outputs
         touched = set(changed_files)
         written: set[str] = set()  # the outputs whose recorded hash may have changed
         for old in [*self.db.replaced.values(), *dead.values()]:
@@ -351,19 +379,19 @@ class Snapshot:
             outputs.update(memo.outputs)
             written.update(memo.outputs)
             touched |= {d.path for d, _ in flat(memo.deps) if isinstance(d, FileRead)}
-            if memo.rule not in summary["fingerprints"]:
-                summary["fingerprints"][memo.rule] = memo.fingerprint
+            if memo.rule not in summary.fingerprints:
+                summary.fingerprints[memo.rule] = memo.fingerprint
         for path in touched:
             if self.db.state.readers([FileRead.of(path)]):
                 files[path] = self.db.hasher.hash(path)
             else:
                 files.pop(path, None)
-        summary["queries"] += sum(q not in self.db.replaced for q in self.db.report.executed) - len(dead)
+        summary.queries += sum(q not in self.db.replaced for q in self.db.report.executed) - len(dead)
         # a stat stands while the file's hash in the summary and its entry in the stat cache
         # do: only those that this build changed are looked up again, not the whole cache
-        stats, again = summary.setdefault("stats", {}), touched | written | self.db.hasher.restated
+        stats, again = summary.stats, touched | written | self.db.hasher.restated
         for path in again:
             stats.pop(path, None)
         stats.update(self._stats_of(summary, again))
-        self.db.state.set_meta(CLEAN, json.dumps(summary))
+        summary.save(self.db.state)
         self._remember_lock()
