@@ -66,12 +66,12 @@ class Timed:
             nested[-1] += took
 
 
-run_rule = execute.Execute._execute
+run_rule = execute.Execute.run
 
 
-async def timed_rule(self, qid, memo, reason):
-    query = self._query_for(qid)
-    return await Timed(run_rule(self, qid, memo, reason), f"rule {query.rule.name if query else '?'}")
+async def timed_rule(self, qid, memo, reason, reads):
+    query = self.query_for(qid)
+    return await Timed(run_rule(self, qid, memo, reason, reads), f"rule {query.rule.name if query else '?'}")
 
 
 load_reached = graphload.GraphLoading.load_reached
@@ -85,7 +85,7 @@ def timed_load(self, *args):
         own["the reach and what lies behind its gates"] += time.perf_counter() - started
 
 
-execute.Execute._execute = timed_rule
+execute.Execute.run = timed_rule
 graphload.GraphLoading.load_reached = timed_load
 sys.argv = ["kbuild", "-q"]
 started = time.perf_counter()

@@ -640,7 +640,7 @@ def test_an_edit_of_one_part_checks_what_reads_that_part_not_what_reads_the_othe
     real = demand.first_changed_read
     monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
     real_settle = scan.Scan.settle
-    monkeypatch.setattr(scan.Scan, "settle", lambda self, roots: (real_settle(self, roots), checked.extend(self.green))[0])
+    monkeypatch.setattr(scan.Scan, "settle", lambda self, roots: (real_settle(self, roots), checked.extend(self.db.green))[0])
     RUNS.clear()
     (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("word n7\n", "word seven\n"))
     engine = Engine(folder, rules)

@@ -18,7 +18,6 @@ from ..engine.state import FileRead, Memo, flat
 from ..engine.verify import Reason
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import FAILED, hash_bytes
-from ..engine.staleness import inspect_engine
 from .links import missing_links
 from .pages import links_of, recorded
 from .pages import verdict as page_verdict
@@ -45,7 +44,7 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
     `named` gets every file the lock says the graph read or wrote (for kbuild.checked)."""
     root = engine.root
     grounded = set(kb.grounded_rules) if kb is not None else set()
-    inspection = inspect_engine(engine, lambda path: path.endswith(".md"))
+    inspection = engine.inspect(lambda path: path.endswith(".md"))
     memos, stale = inspection.memos, inspection.stale
     pages = {path: data for path, (data, _) in inspection.contents.items()}
     page_hashes = {path: digest for path, (_, digest) in inspection.contents.items()}

@@ -1,6 +1,6 @@
-"""The state of one build, which every step of the algorithm reads and updates: the role of
-salsa's database handle. The steps are the classes built on it (graphload, snapshot, scan,
-demand, execute, outputs, collect); build.py puts them together."""
+"""The records of one build that every step reads and updates: the role of salsa's database
+handle. Each step (graphload, snapshot, scan, demand, execute, outputs, collect) is an object
+holding this handle and its own working fields; build.py puts them together."""
 from __future__ import annotations
 
 import asyncio
@@ -11,21 +11,19 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from .callcache import CallCache
 from .remotecache import RemoteCache
-from .files import FileHasher
+from .files import FileHasher, OutputArea
 from .hashing import ABSENT
+from .layout import StateFolder
+from .lockfiles import LockFiles
 from .report import BuildStopped, Report, StateDamaged, stop_for
-from .rule import Query
+from .rule import Query, Rule
 from .sourcetexts import SourceTexts
 from .state import DepGroup, Memo, State
-from .verify import Reason
-
-if TYPE_CHECKING:
-    from .demand import Frame
-    from .engine import Engine
 
 # meta key: the committed memos differ from the lock on disk (a build stopped before writing it),
 # so the next build writes the whole lock again, whatever it runs
@@ -36,10 +34,29 @@ COMMIT_EVERY_S = 1.0
 Observer = Callable[[str, str], None]  # (event, query id); events: "run", "done", "fail"
 
 
+class Setup(Protocol):
+    """What a build is told of the engine that starts it: its store, rules and limits."""
+
+    root: Path
+    rules: dict[str, Rule]
+    state_dir: Path
+    local: StateFolder
+    lock_path: Path
+    lock: LockFiles
+    cache_dir: Path
+    cache_url: str | None
+    max_calls: int
+    cutoff_hooks: bool
+    outputs: OutputArea
+    may_write: Callable[[str, str], bool] | None
+
+    def register(self, r: Rule) -> Rule: ...
+
+
 class BuildState:
     """The state of one build: which queries are settled, running, failed."""
 
-    def __init__(self, engine: Engine, state: State, refresh: bool, observer: Observer | None,
+    def __init__(self, engine: Setup, state: State, refresh: bool, observer: Observer | None,
                  read_only: bool = False) -> None:
         self.engine = engine
         self.read_only = read_only
@@ -51,50 +68,29 @@ class BuildState:
         self.lock_key = self.hasher.key(engine.lock_path)  # how messages name the lock
         self.lock_changed = self.lock_digest() not in (ABSENT, state.get_meta("lock_hash"))
         self.lock_misplaced = False  # entries were read from a file the layout does not put them in
+        self.refused: dict[str, str] = {}  # lock entries not taken in, and why
         self.memos: dict[str, Memo] = {}
         self.changed: set[str] = set()  # queries whose memo this build saved or deleted
         remote = RemoteCache(engine.cache_url) if engine.cache_url and not read_only else None
         self.calls = CallCache(engine.cache_dir, engine.max_calls, remote)
         self.green: dict[str, str] = {}  # settled this build: query id -> hash its readers see
-        self.must_run: dict[str, Reason] = {}  # query id -> why it cannot be reused
-        self.unsure: dict[str, Reason] = {}  # a read is out of date: verify once that one is settled
         self.failed: dict[str, str] = {}
         self.waiting: set[str] = set()  # of the failed, those that wait for a deferred call
-        self.attempted: dict[str, list[DepGroup]] = {}  # the reads of queries that failed, up to their failure
         self.values: dict[str, Any] = {}
         # the stored bytes of values read in parts, with their parts in order and where each
         # stands, once found (Demand.stored_part)
         self.part_blobs: dict[str, tuple[bytes, list[str], list[tuple[int, int]] | None]] = {}
-        self.frames: dict[str, Frame] = {}  # queries being brought up to date, and those settled so
-        self.ready: list[Frame] = []  # frames that can go on
-        self.draining = False
-        self.running: set[asyncio.Task[str]] = set()  # rules running, held so none is collected
-        self.forced: dict[str, asyncio.Task[str]] = {}
-        self.waits: dict[str, set[str]] = {}
+        self.queries: dict[str, Query] = {}
+        self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
+        self.lock_only_outputs: set[str] = set()  # outputs only the lock says were written, taken in this build
         self.report = Report()
         self.last_commit = time.monotonic()
         self.unsynced = False  # outputs written since the last commit, not yet synced to disk
-        self.queries: dict[str, Query] = {}
-        # When the last build left everything settled and only a few inputs changed, only the
-        # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
-        self.reached: set[str] | None = None
-        # Of those, the ones some unreached queries read only a part of (gates, graphload.py):
-        # the queries behind each; the gates not yet settled.
-        self.behind_gates: dict[str, set[str]] = {}
-        self.open_gates: set[str] = set()
-        self.replaced: dict[str, Memo] = {}  # the memo each re-run query had before
-        self.dropped: set[str] = set()  # queries that re-run queries read before and no longer do
-        self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load
-        self.read_removals: dict[str, str] = {}  # files to remove once no query reads them: path -> hash
-        self.produced: set[str] = set()  # every output a query produced in this build
-        self.refused: dict[str, str] = {}  # lock entries not taken in, and why
-        self.lock_only_outputs: set[str] = set()  # outputs only the lock says were written, taken in this build
         self.stopped: BuildStopped | None = None
-        # the committed memos are ahead of the lock on disk (set by _commit, cleared with the lock)
+        # the committed memos are ahead of the lock on disk (set by commit, cleared with the lock)
         self.lock_behind = state.get_meta(LOCK_BEHIND) is not None
         self.lock_was_behind = self.lock_behind  # from a build that stopped: the lock is rendered whole
         self.lock_written = False
-
 
     def lock_digests(self) -> dict[str, str]:
         """Each lock file's name and hash (stat-cached, as every file the graph reads)."""
@@ -106,7 +102,7 @@ class BuildState:
 
     def remember_lock_digests(self, digests: dict[str, str]) -> None:
         """Record the lock this state now describes: its hash, and each file's, by which a pull is
-        taken in file by file (Snapshot._take_lock_difference)."""
+        taken in file by file (snapshot.py)."""
         self.state.set_meta("lock_hash", self.engine.lock.digest(digests))
         self.state.set_meta(LOCK_FILES, json.dumps(digests))
 
@@ -130,7 +126,7 @@ class BuildState:
                 sources = self.sources.to_record()
                 if sources is not None:
                     self.state.set_meta("sources", json.dumps(sources))
-                self._commit()
+                self.commit()
             except sqlite3.Error as exc:
                 # the last commit stands: what came after it is found again by the next build
                 with contextlib.suppress(sqlite3.Error):
@@ -149,7 +145,7 @@ class BuildState:
             self.stopped = stopped
         return True
 
-    def _commit(self) -> None:
+    def commit(self) -> None:
         """Commit the state; once memos changed, the same commit says the lock is behind them,
         so a build stopped before it writes the lock leaves the next build writing all of it."""
         if self.changed and not self.lock_behind and not self.lock_written:
@@ -160,11 +156,11 @@ class BuildState:
             self.unsynced = False
         self.state.commit()
 
-    def _maybe_commit(self) -> None:
+    def maybe_commit(self) -> None:
         now = time.monotonic()
         if now - self.last_commit >= COMMIT_EVERY_S:
             self.state.save_stats(self.hasher.take_changes())
-            self._commit()
+            self.commit()
             self.last_commit = now
             # What a build has made so far mostly lives until it ends (memos, values): frozen out
             # of the cyclic collector, which would scan it again at each full collection as the
@@ -172,6 +168,6 @@ class BuildState:
             # 1.78 of 19.09 s; python benchmarks/collector.py). close() unfreezes it.
             gc.freeze()
 
-    def _emit(self, event: str, qid: str) -> None:
+    def emit(self, event: str, qid: str) -> None:
         if self.observer is not None:
             self.observer(event, qid)

@@ -5,19 +5,27 @@ from __future__ import annotations
 import os
 
 from .files import TEMP_SUFFIX
+from .buildstate import BuildState
+from .execute import Execute
 from .outputs import Outputs
-from .state import FileRead, flat
+from .state import FileRead, Memo, flat
 
 
-class Collect(Outputs):
-    def _sweep_temporaries(self) -> None:
+class Collect:
+    """What a build forgets at its end, and the outputs no query owns alone."""
+
+    def __init__(self, db: BuildState, outputs: Outputs, execute: Execute) -> None:
+        self.db, self.outputs, self.execute = db, outputs, execute
+        self.dead: dict[str, Memo] = {}  # what garbage collection forgot, after a partial load
+
+    def sweep_temporaries(self) -> None:
         """Remove what a crash left half-written: temporary files beside the outputs."""
-        folders = {os.path.dirname(path) for memo in self.memos.values() for path in memo.outputs}
+        folders = {os.path.dirname(path) for memo in self.db.memos.values() for path in memo.outputs}
         for folder in folders:
-            for leftover in (self.engine.root / folder).glob(f".*{TEMP_SUFFIX}"):
+            for leftover in (self.db.engine.root / folder).glob(f".*{TEMP_SUFFIX}"):
                 leftover.unlink(missing_ok=True)
 
-    def _collect_garbage(self, roots: list[str]) -> None:
+    def collect_garbage(self, roots: list[str]) -> None:
         """Forget queries that no target reaches any more, and remove the files they made.
 
         A query reaches what its memo read and, when it failed in this build, what its failed
@@ -31,63 +39,63 @@ class Collect(Outputs):
             if qid in reached:
                 continue
             reached.add(qid)
-            memo = self.memos.get(qid)  # none: never built (it failed), or read as failed
+            memo = self.db.memos.get(qid)  # none: never built (it failed), or read as failed
             if memo is not None:
                 live_outputs.update(memo.outputs)
                 stack.extend(d for d, _ in flat(memo.deps) if not isinstance(d, FileRead))
-            stack.extend(d for d, _ in flat(self.attempted.get(qid, [])) if not isinstance(d, FileRead))
-        dead = [q for q in self.memos if q not in reached]
+            stack.extend(d for d, _ in flat(self.execute.attempted.get(qid, [])) if not isinstance(d, FileRead))
+        dead = [q for q in self.db.memos if q not in reached]
         if not dead:
             return
-        self.state.delete_memos(dead)  # first, so that what only the dead read can go
+        self.db.state.delete_memos(dead)  # first, so that what only the dead read can go
         for qid in dead:
-            for path, digest in self.memos.pop(qid).outputs.items():
+            for path, digest in self.db.memos.pop(qid).outputs.items():
                 if path not in live_outputs:
-                    self._remove_output(path, digest)
-        self.changed.update(dead)
+                    self.outputs.remove(path, digest)
+        self.db.changed.update(dead)
 
-    def _check_output_owners(self) -> None:
+    def check_output_owners(self) -> None:
         owner: dict[str, str] = {}
-        for qid, memo in self.memos.items():
+        for qid, memo in self.db.memos.items():
             for path in memo.outputs:
                 other = owner.setdefault(path, qid)
                 if other != qid:
                     self._same_output(qid, path, other)
 
     def _same_output(self, qid: str, path: str, other: str) -> None:
-        self.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
+        self.db.report.failed[qid] = f"writes {path}, which {other} writes too; give one of them another path"
 
-    def _check_new_outputs(self) -> None:
-        for qid in self.report.executed:
-            memo = self.memos.get(qid)
+    def check_new_outputs(self) -> None:
+        for qid in self.db.report.executed:
+            memo = self.db.memos.get(qid)
             if memo is None:
                 continue
-            for path, writers in self.state.writers(memo.outputs).items():
+            for path, writers in self.db.state.writers(memo.outputs).items():
                 for other in sorted(writers - {qid}):
                     self._same_output(qid, path, other)
 
-    def _collect_dropped(self, roots: list[str]) -> None:
+    def collect_dropped(self, roots: list[str]) -> None:
         """Forget the queries that re-run queries stopped reading and that nothing else reads
         (the last build left no other garbage), and remove the files they made. What a failed
         run read is read: a query runs only when a reader's run or check asks for it, and a
         reader that runs again asks for what it asked for before the read that changed, so a
         query that failed here is still read by a query that ran, or by a target."""
-        state, keep, dead = self.state, set(roots), self.dead
-        keep.update(d for deps in self.attempted.values() for d, _ in flat(deps) if not isinstance(d, FileRead))
-        candidates = sorted(self.dropped)
+        state, keep, dead = self.db.state, set(roots), self.dead
+        keep.update(d for deps in self.execute.attempted.values() for d, _ in flat(deps) if not isinstance(d, FileRead))
+        candidates = sorted(self.execute.dropped)
         while candidates:
             qid = candidates.pop()
             if qid in keep or qid in dead or state.readers([qid]):
                 continue
-            memo = self.memos.get(qid)
+            memo = self.db.memos.get(qid)
             if memo is None:
                 continue
             dead[qid] = memo
             state.delete_memos([qid])
-            del self.memos[qid]
+            del self.db.memos[qid]
             writers = state.writers(memo.outputs)
             for path, digest in memo.outputs.items():
                 if not writers.get(path):
-                    self._remove_output(path, digest)
+                    self.outputs.remove(path, digest)
             candidates += [d for d, _ in flat(memo.deps) if not isinstance(d, FileRead)]
-        self.changed |= dead.keys()
+        self.db.changed |= dead.keys()

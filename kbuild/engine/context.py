@@ -5,25 +5,45 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar, cast
 
+from .buildstate import BuildState
 from .files import PathEscapesRoot
 from .hashing import ABSENT
 from .report import QueryFailed
 from .rule import Query, Rule
 from .state import DepGroup, FileRead, PartHash
 
-if TYPE_CHECKING:
-    from .demand import Demand
+
+class Reads(Protocol):
+    """What answers a rule's reads of other queries: demand.py's Demand."""
+
+    db: BuildState
+
+    async def demand_all(self, qids: Sequence[str], requester: str | None) -> list[str]: ...
+
+    def current_hash(self, qid: str) -> str: ...
+
+    def stored_part(self, qid: str, part: str) -> tuple[Any] | None: ...
+
+    def stored_values(self, qids: Sequence[str]) -> dict[str, Any]: ...
+
+    async def value_of(self, qid: str) -> Any: ...
 
 
-class Context:
-    """A rule's only window on the world: every read through it is recorded with its hash."""
+C = TypeVar("C")  # a rule's configuration: what it reads its declared settings from
 
-    __slots__ = ("_build", "_query", "deps", "outputs", "notes")
 
-    def __init__(self, build: Demand, query: Query) -> None:
-        self._build = build
+class Context(Generic[C]):
+    """A rule's only window on the world: every read through it is recorded with its hash.
+
+    A rule typed `ctx: Context[ItsConfiguration]` reads `ctx.settings.NAME` with that field's type."""
+
+    __slots__ = ("_reads", "_build", "_query", "deps", "outputs", "notes")
+
+    def __init__(self, reads: Reads, query: Query) -> None:
+        self._reads = reads
+        self._build = reads.db
         self._query = query
         self.deps: list[DepGroup] = []
         self.outputs: dict[str, bytes] = {}
@@ -38,13 +58,14 @@ class Context:
         return self._build.engine.root
 
     @property
-    def settings(self) -> Settings:
-        """The settings this query's rule declared (`@rule(settings=...)`), from its configuration."""
+    def settings(self) -> C:
+        """The settings this query's rule declared (`@rule(settings=...)`), read from its
+        configuration with the types it declares them with; reading another raises."""
         rule = self._query.rule
         if rule.configuration is None and rule.settings:
             raise TypeError(f"rule {rule.name} reads settings but was never configured; a Kbuildfile lists the "
                             "rule as its application configured it (rule.configured(settings))")
-        return Settings(rule)
+        return cast(C, Settings(rule))
 
     def read(self, path: str | os.PathLike[str]) -> bytes:
         """The bytes of an input file. A missing file is recorded too, so creating it is a change."""
@@ -77,15 +98,15 @@ class Context:
         this query then runs again when that entry changes, not when another one does."""
         if not query.rule.parts:
             raise TypeError(f"rule {query.rule.name} has no parts; declare it with @rule(parts=True)")
-        build = self._build
+        build, reads = self._build, self._reads
         build.introduce(query)
         if query.id not in build.green:
-            await build.demand_all([query.id], self._query.id)
-        read = build.stored_part(query.id, part)  # the entry alone, when its bytes can be told
+            await reads.demand_all([query.id], self._query.id)
+        read = reads.stored_part(query.id, part)  # the entry alone, when its bytes can be told
         if read is None:
             (value,) = await self._settle([query])
             if isinstance(value, QueryFailed):
-                self.deps.append([(query.id, build.current_hash(query.id))])
+                self.deps.append([(query.id, reads.current_hash(query.id))])
                 raise value
             read = (value.get(part),)
         memo = build.memos[query.id]
@@ -97,8 +118,8 @@ class Context:
         its QueryFailed instead of raising, so a rule can build around it (an index leaving out a
         page that failed its checks)."""
         values = await self._settle(queries)
-        build = self._build
-        self.deps.append([(q.id, build.current_hash(q.id)) for q in queries])
+        current_hash = self._reads.current_hash
+        self.deps.append([(q.id, current_hash(q.id)) for q in queries])
         failures = [v for v in values if isinstance(v, QueryFailed)]
         if failures and not return_failures:
             raise next((f for f in failures if f.waiting), failures[0])
@@ -109,7 +130,7 @@ class Context:
 
     async def _settle(self, queries: Sequence[Query]) -> list[Any]:
         """The values of `queries` (a failed one as its QueryFailed), each brought up to date."""
-        build = self._build
+        build, reads = self._build, self._reads
         me = self._query.id
         for q in queries:
             build.introduce(q)
@@ -118,13 +139,13 @@ class Context:
         # every query suspended at once, and a task per read was most of its memory.
         pending = [i for i in ids if i not in build.green]
         if pending:
-            await build.demand_all(pending, me)
+            await reads.demand_all(pending, me)
         known, failed = build.values, build.failed
         missing = [i for i in ids if i not in known or i in failed]
-        fetched = build.stored_values(missing) if missing else {}
+        fetched = reads.stored_values(missing) if missing else {}
         to_run = [i for i in missing if i not in fetched]  # settled from the lock, never stored here
         if to_run:
-            fetched.update(zip(to_run, await asyncio.gather(*(build.value_of(i) for i in to_run))))
+            fetched.update(zip(to_run, await asyncio.gather(*(reads.value_of(i) for i in to_run))))
         return [fetched[i] if i in fetched else known[i] for i in ids]
 
     @property

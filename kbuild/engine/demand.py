@@ -15,9 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .buildstate import BuildState
 from .execute import Execute
+from .graphload import GraphLoading
 from .hashing import FAILED, UNKNOWN, decode_value, hash_bytes, part_bytes, part_places
 from .report import CycleError, QueryFailed
+from .scan import Scan
 from .state import FileRead, Memo, PartHash
 from .verify import Change, Reason, first_changed_read, outside_reads
 
@@ -38,7 +41,18 @@ class Frame:
     probing: bool = False  # verifying one read behind a gate first, so the others can wait for it
 
 
-class Demand(Execute):
+class Demand:
+    """Brings queries up to date: the frames being verified, and the rules running."""
+
+    def __init__(self, db: BuildState, graph: GraphLoading, scan: Scan, execute: Execute) -> None:
+        self.db, self.graph, self.scan, self.execute = db, graph, scan, execute
+        self.frames: dict[str, Frame] = {}  # queries being brought up to date, and those settled so
+        self.ready: list[Frame] = []  # frames that can go on
+        self.draining = False
+        self.running: set[asyncio.Task[str]] = set()  # rules running, held so none is collected
+        self.forced: dict[str, asyncio.Task[str]] = {}
+        self.waits: dict[str, set[str]] = {}
+
     async def demand(self, qid: str, requester: str | None) -> str:
         """Bring one query up to date and return the hash its readers see."""
         return (await self.demand_all([qid], requester))[0]
@@ -74,10 +88,10 @@ class Demand(Execute):
 
     def _begin(self, qid: str, requester: str | None) -> str | asyncio.Future[str]:
         """The hash readers see of a settled query, or a future for it, its frame started."""
-        settled = self.green.get(qid)
+        settled = self.db.green.get(qid)
         if settled is not None:
             return settled
-        if qid in self.failed:
+        if qid in self.db.failed:
             return FAILED
         frame = self.frames.get(qid)
         if frame is None:
@@ -112,12 +126,12 @@ class Demand(Execute):
         return None
 
     def current_hash(self, qid: str) -> str:
-        return self.green.get(qid) or FAILED
+        return self.db.green.get(qid) or FAILED
 
     # -- verification, without tasks ------------------------------------------------------
 
     def _start(self, qid: str) -> Frame:
-        frame = Frame(qid, self.memos.get(qid))
+        frame = Frame(qid, self.db.memos.get(qid))
         self.frames[qid] = frame
         self.ready.append(frame)
         self._drain()
@@ -138,25 +152,26 @@ class Demand(Execute):
 
     def _advance(self, frame: Frame) -> None:
         qid, memo = frame.qid, frame.memo
+        graph = self.graph
         if frame.group == 0 and frame.blocked == 0:
-            if self.reached is not None and qid not in self.reached and memo is not None:
-                gates = self.behind_open_gate(qid)  # a change let through a gate puts it in the reach
-                if qid not in self.reached:
+            if graph.reached is not None and qid not in graph.reached and memo is not None:
+                gates = graph.behind_open_gate(qid)  # a change let through a gate puts it in the reach
+                if qid not in graph.reached:
                     if not gates:
-                        self.green[qid] = memo.hash  # no change reaches it: settled as recorded
+                        self.db.green[qid] = memo.hash  # no change reaches it: settled as recorded
                         return self._settle(frame, memo.hash)
                     if self._wait_for_gates(frame, gates):
                         return  # resumed when they are settled, and looked at again
                 # behind a gate no one is settling yet, or in the reach: verified as reached queries are
-            if memo is None and qid not in self.queries:
+            if memo is None and qid not in self.db.queries:
                 # Read by a query in an earlier build, never built since (it failed): only a reader
                 # running again can say whether it is still wanted, and with which rule.
                 return self._settle(frame, UNKNOWN)
-            reason = self.must_run.get(qid) or outside_reads(memo, self.engine.rules, self.sources, self.hasher.hash)
+            reason = self.scan.must_run.get(qid) or outside_reads(memo, self.db.engine.rules, self.db.sources, self.db.hasher.hash)
             if reason is not None:
                 return self._run(frame, reason)
         assert memo is not None
-        green, failed, frames = self.green, self.failed, self.frames
+        green, failed, frames = self.db.green, self.db.failed, self.frames
         groups = memo.deps
         while frame.group < len(groups):
             group = groups[frame.group]
@@ -165,9 +180,9 @@ class Demand(Execute):
                 for dep, recorded in group:
                     if isinstance(dep, FileRead) or dep in green or dep in failed:
                         continue
-                    if dep in self.behind_gates and dep not in self.reached and dep not in frames:
-                        gates = self.behind_open_gate(dep)
-                        if not gates and dep not in self.reached and PartHash.part_of(recorded) is None:
+                    if dep in graph.behind_gates and dep not in graph.reached and dep not in frames:
+                        gates = graph.behind_open_gate(dep)
+                        if not gates and dep not in graph.reached and PartHash.part_of(recorded) is None:
                             green[dep] = recorded  # behind gates that let no change through
                             continue
                         if gates and self._wait_for_gates(frame, gates):
@@ -181,7 +196,7 @@ class Demand(Execute):
                             continue
                     other = frames.get(dep)
                     if other is None:
-                        other = Frame(dep, self.memos.get(dep))
+                        other = Frame(dep, self.db.memos.get(dep))
                         frames[dep] = other
                         self.ready.append(other)
                     elif other.result is not None or other.error is not None:
@@ -191,13 +206,13 @@ class Demand(Execute):
                     elif (cycle := self._cycle_path(dep, qid)) is not None:
                         self._unblock(frame)
                         exc = CycleError(cycle)
-                        return self._settle(frame, self._fail(qid, str(exc), exc))
+                        return self._settle(frame, self.execute.fail(qid, str(exc), exc))
                     other.readers.append(frame)
                     self.waits.setdefault(qid, set()).add(dep)
                     frame.blocked += 1
                 if probe is not None:
                     frame.probing = True
-                    other = Frame(probe, self.memos.get(probe))
+                    other = Frame(probe, self.db.memos.get(probe))
                     frames[probe] = other
                     self.ready.append(other)
                     other.readers.append(frame)
@@ -205,12 +220,12 @@ class Demand(Execute):
                     frame.blocked += 1
                 if frame.blocked:
                     return  # resumed when the last of them settles
-            reason = first_changed_read(group, self.hasher.hash, self._hash_now, parts_of=self._parts_of)
+            reason = first_changed_read(group, self.db.hasher.hash, self._hash_now, parts_of=self._parts_of)
             if reason is not None:
                 return self._run(frame, reason)
             frame.group += 1
             frame.probing = False
-        self.green[qid] = memo.hash
+        self.db.green[qid] = memo.hash
         self._settle(frame, memo.hash)
 
     def _wait_for_gates(self, frame: Frame, gates: list[str]) -> bool:
@@ -238,7 +253,7 @@ class Demand(Execute):
         frame.blocked = 0
 
     def _hash_now(self, qid: str) -> str:
-        settled = self.green.get(qid)
+        settled = self.db.green.get(qid)
         if settled is not None:
             return settled
         frame = self.frames.get(qid)
@@ -247,7 +262,7 @@ class Demand(Execute):
         return FAILED
 
     def _run(self, frame: Frame, reason: Reason) -> None:
-        task = asyncio.ensure_future(self._execute(frame.qid, frame.memo, reason))
+        task = asyncio.ensure_future(self.execute.run(frame.qid, frame.memo, reason, self))
         self.running.add(task)
         task.add_done_callback(lambda t: self._ran(frame, t))
 
@@ -285,7 +300,7 @@ class Demand(Execute):
         frame.readers = []
 
     def _parts_of(self, qid: str) -> dict[str, str] | None:
-        memo = self.memos.get(qid)  # settled: the memo of the value that stands
+        memo = self.db.memos.get(qid)  # settled: the memo of the value that stands
         return memo.parts if memo is not None else None
 
     def stored_values(self, qids: Sequence[str]) -> dict[str, Any]:
@@ -294,21 +309,21 @@ class Demand(Execute):
         found: dict[str, Any] = {}
         unknown = []
         for qid in qids:
-            if qid in self.failed:
-                found[qid] = QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
-            elif qid in self.values:
-                found[qid] = self.values[qid]
+            if qid in self.db.failed:
+                found[qid] = QueryFailed(qid, self.db.failed[qid], waiting=qid in self.db.waiting)
+            elif qid in self.db.values:
+                found[qid] = self.db.values[qid]
             else:
                 unknown.append(qid)
-        stored = self.state.load_values(unknown)
+        stored = self.db.state.load_values(unknown)
         # a value is decoded by its rule, which a query met only as a recorded read (settled as
         # recorded, its memo not loaded) names in its memo: those memos are loaded together
-        self.memos.update(self.state.load_memos(
-            [q for q in stored if q not in self.queries and not dict.__contains__(self.memos, q)]))
+        self.db.memos.update(self.db.state.load_memos(
+            [q for q in stored if q not in self.db.queries and not dict.__contains__(self.db.memos, q)]))
         for qid, blob in stored.items():
-            if hash_bytes(blob) == self.green.get(qid):
-                query = self._query_for(qid)
-                found[qid] = self.values[qid] = query.rule.decode(blob) if query is not None else decode_value(blob)
+            if hash_bytes(blob) == self.db.green.get(qid):
+                query = self.execute.query_for(qid)
+                found[qid] = self.db.values[qid] = query.rule.decode(blob) if query is not None else decode_value(blob)
         return found
 
     def stored_part(self, qid: str, part: str) -> tuple[Any] | None:
@@ -316,28 +331,28 @@ class Demand(Execute):
         when the whole value must be read (it failed, is decoded already, is not stored here, or
         the entry cannot be told from its bytes: hashing.part_bytes). A value of thousands of
         entries, of which a build after an edit reads a few, is not decoded whole for them."""
-        if qid in self.failed or qid in self.values:
+        if qid in self.db.failed or qid in self.db.values:
             return None
-        memo = self.memos.get(qid)
+        memo = self.db.memos.get(qid)
         if memo is None:  # settled as recorded: its memo was not loaded
-            memo = self.state.load_memos([qid]).get(qid)
+            memo = self.db.state.load_memos([qid]).get(qid)
             if memo is None:
                 return None
-            self.memos[qid] = memo
+            self.db.memos[qid] = memo
         if not memo.parts:
             return None
         if part not in memo.parts:
             return (None,)
-        found = self.part_blobs.get(qid)  # the value this build made, or one read before
+        found = self.db.part_blobs.get(qid)  # the value this build made, or one read before
         if found is None:
-            blob = self.state.load_value(qid)
-            if blob is None or hash_bytes(blob) != self.green.get(qid) or blob[:2] != b"j{":
+            blob = self.db.state.load_value(qid)
+            if blob is None or hash_bytes(blob) != self.db.green.get(qid) or blob[:2] != b"j{":
                 return None
-            found = self.part_blobs[qid] = (blob, sorted(memo.parts), None)
+            found = self.db.part_blobs[qid] = (blob, sorted(memo.parts), None)
         blob, names, places = found
         if places is None:  # found once per value, in one pass: a cold build reads each of its parts
             places = part_places(blob, names)
-            self.part_blobs[qid] = (blob, names, places)
+            self.db.part_blobs[qid] = (blob, names, places)
         entry = part_bytes(blob, places, bisect.bisect_left(names, part), memo.parts[part])
         return None if entry is None else (decode_value(b"j" + entry),)
 
@@ -350,11 +365,11 @@ class Demand(Execute):
         # it has no memo at all (it failed, and was read as failed): it is new.
         task = self.forced.get(qid)
         if task is None:
-            memo = self.memos.get(qid)
+            memo = self.db.memos.get(qid)
             why = Reason.of(Change.VALUE_NOT_STORED if memo is not None else Change.NEVER_BUILT)
-            task = asyncio.ensure_future(self._execute(qid, memo, why))
+            task = asyncio.ensure_future(self.execute.run(qid, memo, why, self))
             self.forced[qid] = task
         await task
-        if qid in self.failed:
-            return QueryFailed(qid, self.failed[qid], waiting=qid in self.waiting)
-        return self.values[qid] if qid in self.values else self.stored_values([qid])[qid]
+        if qid in self.db.failed:
+            return QueryFailed(qid, self.db.failed[qid], waiting=qid in self.db.waiting)
+        return self.db.values[qid] if qid in self.db.values else self.stored_values([qid])[qid]

@@ -13,7 +13,6 @@ lock carry the graph to a fresh clone, and makes a reverted edit cost nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +29,7 @@ from .hashing import ABSENT
 from .layout import FOLDER, LOCK_FILE, StateFolder
 from .lockfiles import LockFiles
 from .report import Report, StateDamaged, state_damaged, stop_for
-from .snapshot import CLEAN, StatPass
+from .snapshot import CLEAN, CleanRecord, StatPass
 from .rule import Query, Rule
 from .staleness import Inspection
 from .state import FileRead, Memo, State, flat
@@ -150,13 +149,13 @@ class Engine:
             try:
                 report = await build.run(targets, collect_garbage, stat_pass)
             except sqlite3.Error as exc:  # the state failed outside any query
-                if not build.stop(exc, "writing the local state .kbuild/state.db"):
+                if not build.db.stop(exc, "writing the local state .kbuild/state.db"):
                     raise
-                report = build.report
+                report = build.db.report
             finally:
-                build.close()
-            if build.stopped is not None:
-                raise build.stopped
+                build.db.close()
+            if build.db.stopped is not None:
+                raise build.db.stopped
             return report
 
     def plan(self, targets: Iterable[Query]) -> dict[str, Reason]:
@@ -167,13 +166,14 @@ class Engine:
         targets = list(targets)
         with self._reading() as build:
             for t in targets:
-                build.introduce(t)
+                build.db.introduce(t)
             root_ids = [t.id for t in targets]
-            if build.still_clean(root_ids) is not None:
+            if build.snapshot.still_clean(root_ids) is not None:
                 return {}
-            build.load_graph()
-            build.settle(root_ids)
-            return {q: build.must_run.get(q) or build.unsure[q] for q in [*build.must_run, *build.unsure]}
+            build.graph.load_graph()
+            scan = build.scan
+            scan.settle(root_ids)
+            return {q: scan.must_run.get(q) or scan.unsure[q] for q in [*scan.must_run, *scan.unsure]}
 
     def edited_outputs(self, targets: Iterable[Query]) -> tuple[dict[str, str], StatPass | None]:
         """Each recorded output that is there but is not what the build that wrote it left
@@ -189,27 +189,28 @@ class Engine:
         from .lockmerge import STALE_FINGERPRINT
 
         with BuildLock(self.state_dir), self._reading() as build:
-            blob = None if build.lock_behind else build.state.get_meta(CLEAN)
+            db = build.db
+            blob = None if db.lock_behind else db.state.get_meta(CLEAN)
             memos: dict[str, Memo] | None = None
             only: set[str] | None = None  # the outputs worth a look
             stat_pass: StatPass | None = None
             if blob is not None:
-                summary = json.loads(blob)
-                _, changed = build.changed_since(summary)  # what the last build wrote, as it wrote it
-                stat_pass = replace(build.stat_pass, summary=(blob, summary))
+                summary = CleanRecord.parse(blob)
+                _, changed = build.snapshot.changed_since(summary)  # what the last build wrote, as it wrote it
+                stat_pass = replace(build.snapshot.stat_pass, summary=(blob, summary))
                 only = set(changed)
-                writers = {q for qs in build.state.writers(changed).values() for q in qs}
-                if not build.lock_changed:
-                    memos = build.state.load_memos(writers)
+                writers = {q for qs in db.state.writers(changed).values() for q in qs}
+                if not db.lock_changed:
+                    memos = db.state.load_memos(writers)
                 else:  # a pull: the pages it brought are recorded in its lock
                     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
                         entries = self.lock.entries_for(writers)
                         if entries is not None:
                             memos = {q: parse_entry(entries[q]) for q in writers if q in entries}
             if memos is None:
-                build.load_graph()
-                memos, only = _reached(build.memos, [t.id for t in targets]), None
-            file_hash = build.hasher.hash
+                build.graph.load_graph()
+                memos, only = _reached(db.memos, [t.id for t in targets]), None
+            file_hash = db.hasher.hash
             edited: dict[str, str] = {}
             for qid, memo in memos.items():
                 if memo.fingerprint == STALE_FINGERPRINT:
@@ -229,7 +230,7 @@ class Engine:
         if not self.local.state_db.exists():
             return False
         with self._reading() as build:
-            return build.state.get_meta(UNFINISHED) is not None
+            return build.db.state.get_meta(UNFINISHED) is not None
 
     def settled_stats(self) -> dict[str, list[int]] | None:
         """The stat of every file the graph reads or writes, each as recorded with its hash, when
@@ -238,21 +239,19 @@ class Engine:
             return None
         state = State(self.local.state_db)
         try:
-            blob = state.get_meta(CLEAN)
+            summary = CleanRecord.read(state)
         finally:
             state.db.close()
-        if blob is None:
-            return None
-        summary = json.loads(blob)
-        stats: dict[str, list[int]] = summary.get("stats", {})
-        return stats if len(stats) == len(summary["files"].keys() | summary["outputs"].keys()) else None
+        return None if summary is None else summary.settled_stats()
 
-    def inspect(self) -> Inspection:
+    def inspect(self, read_outputs: Callable[[str], bool] | None = None) -> Inspection:
         """The recorded graph and every query that a build would have to check again, in one
         reading of the lock and the files: (why, the query whose own inputs, rule or outputs
-        changed and that it is built on, directly or not)."""
+        changed and that it is built on, directly or not). Each recorded output that
+        `read_outputs` chooses (a caller's pages) is read whole once, for its hash and for the
+        caller, who finds the bytes in `Inspection.contents` with their hashes."""
         with self._reading() as build:
-            return staleness.inspect(build)
+            return staleness.inspect(build.graph, read_outputs)
 
     def value(self, query: Query) -> Any:
         """The stored value of a query as the last build left it, without running anything."""
@@ -268,8 +267,8 @@ class Engine:
     def memos(self) -> dict[str, Memo]:
         """The recorded graph: from local state, or from the lock on a fresh clone."""
         with self._reading() as build:
-            build.load_graph()
-            return dict(build.memos)
+            build.graph.load_graph()
+            return dict(build.db.memos)
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Build]:
@@ -286,7 +285,7 @@ class Engine:
         try:
             yield build
         finally:
-            build.close(save=False)
+            build.db.close(save=False)
 
 
 def _reached(memos: dict[str, Memo], roots: list[str]) -> dict[str, Memo]:

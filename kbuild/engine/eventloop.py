@@ -1,14 +1,5 @@
-"""The event loop a build runs on: asyncio's own, waiting as precisely as its timers ask.
-
-On Linux asyncio waits in epoll, which counts whole milliseconds: each wait is rounded up to the
-next one. A build wakes the loop often (each call-cache write done in a thread wakes it), and a
-wait begun just before a timer is due then sleeps on past it by up to a millisecond. At 16 model
-calls of 20 ms in flight, a call ended 1.1-1.3 ms late; on this loop 0.5-0.9 ms, and the build
-reaches 92-94% of the ideal instead of 89-91% (store on tmpfs; python benchmarks/scheduling.py,
-two runs each, interleaved with the kbuild before). The loop here
-waits on the epoll descriptor itself with select(), whose timeout is in microseconds, and then
-collects what epoll has ready without waiting.
-"""
+"""The event loop a build runs on: asyncio's, waiting in microseconds where epoll rounds to
+milliseconds, so calls in flight end on time (figures: docs/engine.md, "Measurements")."""
 from __future__ import annotations
 
 import asyncio

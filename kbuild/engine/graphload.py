@@ -24,11 +24,23 @@ def long_lived() -> Iterator[None]:
     gc.freeze()
 
 
-class GraphLoading(BuildState):
+class GraphLoading:
+    """The recorded graph, loaded whole or only as far as a few changes reach."""
+
+    def __init__(self, db: BuildState) -> None:
+        self.db = db
+        # When the last build left everything settled and only a few inputs changed, only the
+        # queries those changes reach are loaded (`reached`); the rest are settled as recorded.
+        self.reached: set[str] | None = None
+        # Of those, the ones some unreached queries read only a part of (gates): the queries
+        # behind each; the gates not yet settled.
+        self.behind_gates: dict[str, set[str]] = {}
+        self.open_gates: set[str] = set()
+
     def load_graph(self) -> None:
         with long_lived():
-            self.memos = self.state.load_memos()
-            if self.lock_changed:
+            self.db.memos = self.db.state.load_memos()
+            if self.db.lock_changed:
                 self._import_lock()
 
     def load_reached(self, changed_files: list[str], changed_outputs: list[str], root_ids: list[str]) -> None:
@@ -39,18 +51,18 @@ class GraphLoading(BuildState):
             self._load_reached(changed_files, changed_outputs, root_ids)
 
     def _load_reached(self, changed_files: list[str], changed_outputs: list[str], root_ids: list[str]) -> None:
-        state = self.state
+        state = self.db.state
         frontier = state.readers(FileRead.of(p) for p in changed_files)
         for writers in state.writers(changed_outputs).values():
             frontier |= writers
         self.reached, self.behind_gates, self.open_gates = set(), {}, set()
-        self.memos = _LazyMemos(state)
+        self.db.memos = _LazyMemos(state)
         self._extend_reach(frontier)
         reached, behind = self.reached, self.behind_gates
         for qid in root_ids:
-            memo = self.memos.get(qid) if qid not in reached and qid not in behind else None
+            memo = self.db.memos.get(qid) if qid not in reached and qid not in behind else None
             if memo is not None:
-                self.green[qid] = memo.hash
+                self.db.green[qid] = memo.hash
 
     def gate_open(self, source: str) -> bool:
         """Whether `source`, a reached query some unreached queries read parts of, is still to
@@ -58,17 +70,17 @@ class GraphLoading(BuildState):
         failed) and what they reach join the reach; the others are as they were recorded."""
         if source not in self.open_gates:
             return False
-        if source not in self.green and source not in self.failed:
+        if source not in self.db.green and source not in self.db.failed:
             return True
         self.open_gates.discard(source)
-        before = self.replaced.get(source)
-        if source in self.failed:
-            through = self.state.part_readers(source)
+        before = self.db.replaced.get(source)
+        if source in self.db.failed:
+            through = self.db.state.part_readers(source)
         elif before is None:
             through = set()  # not run: every part is as it was
         else:
-            now = self.memos[source].parts
-            through = self.state.part_readers(source, [p for p in before.parts.keys() | now.keys()
+            now = self.db.memos[source].parts
+            through = self.db.state.part_readers(source, [p for p in before.parts.keys() | now.keys()
                                                        if before.parts.get(p) != now.get(p)])
         self._extend_reach(through)
         return False
@@ -83,7 +95,7 @@ class GraphLoading(BuildState):
         queries too: the queries it adds lie behind a gate anyway, and wait a little longer. A
         gate settled later may let a change through to another query that others read in parts:
         that one is a gate like the first."""
-        state, reached = self.state, self.reached
+        state, reached = self.db.state, self.reached
         assert reached is not None
         added: set[str] = set()
         frontier = frontier - reached
@@ -91,7 +103,7 @@ class GraphLoading(BuildState):
             reached |= frontier
             added |= frontier
             frontier = state.whole_readers(frontier) - reached
-        self.memos.update(state.load_memos(added - self.memos.keys()))
+        self.db.memos.update(state.load_memos(added - self.db.memos.keys()))
         behind = self.behind_gates
         for gate in state.read_in_parts(added):
             waiting = state.behind(gate) - reached
@@ -101,9 +113,9 @@ class GraphLoading(BuildState):
                 behind.setdefault(qid, set()).add(gate)
         # What the queries put in the reach read that no change reaches, nor lies behind a gate,
         # is as recorded: settled here, where one by one each would load its memo.
-        green = self.green
+        green = self.db.green
         for qid in added:
-            for dep, recorded in flat(self.memos[qid].deps):
+            for dep, recorded in flat(self.db.memos[qid].deps):
                 # a part read recorded the hash of one part, not the value's: the query is
                 # settled from its own memo when it is demanded
                 if (dep not in reached and dep not in behind and not isinstance(dep, FileRead)
@@ -127,34 +139,32 @@ class GraphLoading(BuildState):
         An entry naming an output where no output may be (outside the outputs' folder, in .git,
         the lock itself) is refused: a lock is a file anyone can edit in a pull request, and its
         outputs are files a build may remove."""
-        lock = self.engine.lock
+        lock = self.db.engine.lock
         imported: dict[str, Memo] = {}
         for file, memos in lock.read():
             for qid, memo in memos.items():
-                why = next(filter(None, (self.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
-                may_write = self.engine.may_write
+                why = next(filter(None, (self.db.engine.outputs.problem(p, resolve=False) for p in memo.outputs)), None)
+                may_write = self.db.engine.may_write
                 if why is None and may_write is not None:
                     why = next((f"output path {p!r} is not a file rule {memo.rule} writes" for p in memo.outputs
                                 if not may_write(memo.rule, p)), None)
                 if why is not None:
-                    self.refused[qid] = (f"{lock.name(file)}: the entry {qid} was ignored: {why}; "
+                    self.db.refused[qid] = (f"{lock.name(file)}: the entry {qid} was ignored: {why}; "
                                          "review the change that brought it")
-                    self.changed.add(qid)  # the lock is written again without it
+                    self.db.changed.add(qid)  # the lock is written again without it
                     continue
                 placed = lock.file_for(memo.key)
                 if placed is not file and placed != file:  # the same object, mostly: Path's == is slow
-                    self.lock_misplaced = True
+                    self.db.lock_misplaced = True
                 imported[qid] = memo
-        if not self.read_only:  # a check or a dry run reads the lock; only a build takes it in
-            keep = {q for q, m in imported.items() if self.memos.get(q) == m}
-            self.state.replace_memos(imported.values(), keep_values_of=keep)
-            # no build here wrote these: removed, each is kept a copy of (Outputs._remove_output)
-            self.lock_only_outputs = {p for q, m in imported.items() if q not in keep for p in m.outputs}
-            self.remember_lock_digests(self.lock_digests())
-            self.state.delete_meta(CLEAN)
-        self.memos = imported
-
-
+        if not self.db.read_only:  # a check or a dry run reads the lock; only a build takes it in
+            keep = {q for q, m in imported.items() if self.db.memos.get(q) == m}
+            self.db.state.replace_memos(imported.values(), keep_values_of=keep)
+            # no build here wrote these: removed, each is kept a copy of (Outputs.remove)
+            self.db.lock_only_outputs = {p for q, m in imported.items() if q not in keep for p in m.outputs}
+            self.db.remember_lock_digests(self.db.lock_digests())
+            self.db.state.delete_meta(CLEAN)
+        self.db.memos = imported
 
 class _LazyMemos(dict[str, Memo]):
     """Memos loaded from the state when first asked for: a build that loaded only what its

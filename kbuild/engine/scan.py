@@ -2,21 +2,29 @@
 from __future__ import annotations
 
 from .buildstate import BuildState
+from .graphload import GraphLoading
 from .state import FileRead, PartHash
 from .verify import Change, Reason, outside_reads, read_changed
 
 
-class Scan(BuildState):
+class Scan:
+    """The settle pass, and what it found must or may have to run."""
+
+    def __init__(self, db: BuildState, graph: GraphLoading) -> None:
+        self.db, self.graph = db, graph
+        self.must_run: dict[str, Reason] = {}  # query id -> why it cannot be reused
+        self.unsure: dict[str, Reason] = {}  # a read is out of date: verify once that one is settled
+
     def settle(self, roots: list[str]) -> None:
         """Settle, without running anything, every query whose recorded reads all still hold.
 
         An explicit stack rather than recursion or tasks, so a deep graph cannot overflow and a
         large one costs a loop over the edges loaded (after a few changes, only what they reach).
         """
-        memos, green, must_run, unsure = self.memos, self.green, self.must_run, self.unsure
+        memos, green, must_run, unsure = self.db.memos, self.db.green, self.must_run, self.unsure
         # behind a gate: settled by demand, once the gate is (graphload.py); nothing runs here
-        behind = self.behind_gates.keys() - (self.reached or ())
-        file_hash, rules = self.hasher.hash, self.engine.rules
+        behind = self.graph.behind_gates.keys() - (self.graph.reached or ())
+        file_hash, rules = self.db.hasher.hash, self.db.engine.rules
         cursor: dict[str, int] = {}
         first_reason: dict[str, Reason] = {}
         deps_of: dict[str, list[tuple[str, str]]] = {}
@@ -32,7 +40,7 @@ class Scan(BuildState):
                     stack.pop()
                     continue
                 if qid not in cursor:
-                    reason = outside_reads(memos.get(qid), rules, self.sources, file_hash)
+                    reason = outside_reads(memos.get(qid), rules, self.db.sources, file_hash)
                     if reason:
                         must_run[qid] = reason
                         stack.pop()

@@ -10,19 +10,48 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from .buildstate import LOCK_FILES, BuildState
 from .hashing import hash_bytes
 from .lockfile import LockError, entries_that_differ, lock_entries, parse_entry, render_lock
 from .lockfiles import key_of
-from .state import FileRead, Memo, flat
+from .state import FileRead, Memo, State, flat
 from .verify import read_changed
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
 EMPTY_LOCK = render_lock({})  # what a lock file that is not there holds
 TAKEN = "lock.taken"  # in the state folder: hard links to the lock files this state describes, by name
+
+
+@dataclass
+class CleanRecord:
+    """What a build that left every query settled recorded (the state's meta CLEAN): the one
+    record of "nothing changed" the engine keeps, which the next build holds the files against."""
+
+    targets: str  # the hash of the target ids it was built for
+    fingerprints: dict[str, str]  # rule -> the fingerprint its memos were made with
+    files: dict[str, str]  # each file read -> its hash
+    outputs: dict[str, str]  # each output written -> its hash
+    queries: int  # how many queries it left settled
+    stats: dict[str, list[int]] = field(default_factory=dict)  # the stat each had with that hash, where known
+
+    @classmethod
+    def parse(cls, blob: str) -> CleanRecord:
+        d = json.loads(blob)
+        return cls(d["targets"], d["fingerprints"], d["files"], d["outputs"], d["queries"], d.get("stats", {}))
+
+    @classmethod
+    def read(cls, state: State) -> CleanRecord | None:
+        blob = state.get_meta(CLEAN)
+        return None if blob is None else cls.parse(blob)
+
+    def save(self, state: State) -> None:
+        state.set_meta(CLEAN, json.dumps(vars(self)))
+
+    def settled_stats(self) -> dict[str, list[int]] | None:
+        """The stat of every file recorded, when one is known for each."""
+        return self.stats if len(self.stats) == len(self.files.keys() | self.outputs.keys()) else None
 
 
 @dataclass(frozen=True)
@@ -35,9 +64,9 @@ class StatPass:
     comes along, handed to the one build that takes the pass (which changes it as it goes)."""
 
     unchanged: dict[str, tuple[str, list[int]]]
-    summary: tuple[str, dict[str, Any]] | None = None  # (as recorded, parsed)
+    summary: tuple[str, CleanRecord] | None = None  # (as recorded, parsed)
 
-    def parsed(self, blob: str) -> dict[str, Any] | None:
+    def parsed(self, blob: str) -> CleanRecord | None:
         """The summary parsed from `blob`, if it is the one this pass looked against."""
         return self.summary[1] if self.summary is not None and self.summary[0] == blob else None
 
@@ -52,46 +81,78 @@ def _holds(dep: str, recorded: str, source: Memo) -> bool:
     return read_changed(dep, recorded, source.hash, parts=source.parts) is None
 
 
-class Snapshot(BuildState):
-    def clean_summary(self, root_ids: list[str], earlier: StatPass | None = None) -> dict[str, Any] | None:
+class Snapshot:
+    """The record of a build that left every query settled, and the look at what changed since."""
+
+    def __init__(self, db: BuildState) -> None:
+        self.db = db
+        self.stat_pass = StatPass({})  # what the last look at the files found unchanged by their stat
+        self.restatted = False  # that look found a file with its content as recorded and another stat
+
+    def clean_summary(self, root_ids: list[str], earlier: StatPass | None = None) -> CleanRecord | None:
         """What the last build recorded when it left every query settled, if it still describes
         this build: the same lock, targets and rules (parsed by `earlier`, when it parsed it)."""
-        if self.lock_behind or (self.lock_changed and self.read_only):
+        if self.db.lock_behind or (self.db.lock_changed and self.db.read_only):
             return None
-        blob = self.state.get_meta(CLEAN)
+        blob = self.db.state.get_meta(CLEAN)
         if blob is None:
             return None
-        summary = (earlier.parsed(blob) if earlier is not None else None) or json.loads(blob)
-        if summary["targets"] != _targets_digest(root_ids):
+        summary = (earlier.parsed(blob) if earlier is not None else None) or CleanRecord.parse(blob)
+        if summary.targets != _targets_digest(root_ids):
             return None
-        rules = self.engine.rules
-        for name, fingerprint in summary["fingerprints"].items():
+        rules = self.db.engine.rules
+        for name, fingerprint in summary.fingerprints.items():
             r = rules.get(name)
-            if r is None or r.fingerprint_with(self.sources) != fingerprint:
+            if r is None or r.fingerprint_with(self.db.sources) != fingerprint:
                 return None
-        if self.lock_changed and not self._take_lock_difference(summary, root_ids):
+        if self.db.lock_changed and not self._take_lock_difference(summary, root_ids):
             return None
         return summary
 
-    def _take_lock_difference(self, summary: dict[str, Any], root_ids: list[str]) -> bool:
+    def _take_lock_difference(self, summary: CleanRecord, root_ids: list[str]) -> bool:
         """A new lock (a pull) taken in by what differs from the lock this state describes: the
         two compared entry by entry as bytes, only the entries that differ parsed, the state and
         the summary changed for those alone, so the build goes on as after any edit of a few
         files. False, with nothing changed, wherever that does not clearly hold (the old lock is
         not at hand, an entry is refused, its rule is not this code's, or the new entries do not
         agree with the ones kept), and the build reads the whole lock as it always did."""
-        state, hasher, lock = self.state, self.hasher, self.engine.lock
         try:
-            recorded: dict[str, str] = json.loads(state.get_meta(LOCK_FILES) or "{}")
-            now = self.lock_digests()
+            recorded: dict[str, str] = json.loads(self.db.state.get_meta(LOCK_FILES) or "{}")
+            now = self.db.lock_digests()
         except (ValueError, LockError):
             return False
         changed_files = sorted(name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name))
         if not recorded or not changed_files:
             return False  # a state from before the files were recorded, or the layout changed: read it whole
-        new: dict[str, bytes] = {}  # the entries that differ, by id
-        gone_from: set[str] = set()  # the ids a file no longer holds (an entry may have moved to another)
-        taken = self.engine.state_dir / TAKEN
+        found = self._entries_that_differ(changed_files, recorded, now)
+        if found is None:
+            return False
+        new, gone_from = found
+        removed = [q for q in gone_from if q not in new]
+        if 4 * (len(new) + len(removed)) > max(summary.queries, 1) or any(q in removed for q in root_ids):
+            return False  # most of it: reading the whole lock costs no more
+        try:
+            incoming = {q: parse_entry(entry) for q, entry in new.items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return False
+        before = self.db.state.load_memos([*incoming, *removed])
+        touched = self._files_read_anew(incoming, set(removed), before)
+        if touched is None:
+            return False
+        self._take(summary, incoming, removed, before, touched)
+        self.db.remember_lock_digests(now)
+        self.db.lock_changed = False
+        return True
+
+    def _entries_that_differ(self, changed_files: list[str], recorded: dict[str, str],
+                             now: dict[str, str]) -> tuple[dict[str, bytes], set[str]] | None:
+        """The entries the changed lock files hold that differ from the ones taken before, by id,
+        and the ids they no longer hold (an entry may have moved to another file); None when
+        that cannot be told from the files alone."""
+        hasher, lock = self.db.hasher, self.db.engine.lock
+        new: dict[str, bytes] = {}
+        gone_from: set[str] = set()
+        taken = self.db.engine.state_dir / TAKEN
         for name in changed_files:  # only the files that changed are read, the old ones from the state folder
             file = lock.path.parent / name
             try:
@@ -99,37 +160,35 @@ class Snapshot(BuildState):
                 if name in recorded:
                     old_data = (taken / name).read_bytes()
                     if hash_bytes(old_data) != recorded[name]:
-                        return False
+                        return None
                 if name in now:
                     new_data = hasher.read(hasher.key(file))[0]
             except OSError:
-                return False
+                return None
             found = entries_that_differ(old_data, new_data)
             if found is None or not new.keys().isdisjoint(found[0]):
-                return False
+                return None
             if name in now and (lock.split or file != lock.path):  # else every entry's place is kbuild.lock
                 entries = lock_entries(new_data)
                 if entries is None or any((key := key_of(q)) is None or lock.file_for(key) != file for q in entries):
-                    return False  # an entry the layout puts elsewhere: the lock is written whole
+                    return None  # an entry the layout puts elsewhere: the lock is written whole
             new.update(found[0])
             gone_from |= found[1]
-        differ = list(new)
-        removed = [q for q in gone_from if q not in new]
-        if 4 * (len(differ) + len(removed)) > max(summary["queries"], 1) or any(q in removed for q in root_ids):
-            return False  # most of it: reading the whole lock costs no more
-        try:
-            incoming = {q: parse_entry(new[q]) for q in differ}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return False
-        rules, outputs_area = self.engine.rules, self.engine.outputs
+        return new, gone_from
+
+    def _files_read_anew(self, incoming: dict[str, Memo], gone: set[str],
+                         before: dict[str, Memo]) -> dict[str, str | None] | None:
+        """Each file the replaced and new entries read, with the hash the new ones read it at
+        (None: only a replaced one read it); None when the new entries cannot be taken in alone:
+        a rule not this code's, an output that would be refused, or reads that disagree with
+        the entries kept."""
+        state, engine = self.db.state, self.db.engine
         for memo in incoming.values():
-            r = rules.get(memo.rule)
-            if r is None or r.fingerprint_with(self.sources) != memo.fingerprint:
-                return False
-            if any(outputs_area.problem(p, resolve=False) for p in memo.outputs):
-                return False  # refused: the whole lock's import says so
-        before = state.load_memos([*differ, *removed])
-        gone = set(removed)
+            r = engine.rules.get(memo.rule)
+            if r is None or r.fingerprint_with(self.db.sources) != memo.fingerprint:
+                return None
+            if any(engine.outputs.problem(p, resolve=False) for p in memo.outputs):
+                return None  # refused: the whole lock's import says so
         # the entries kept must agree with the new ones: what they read is what the new entries hold
         kept_deps = {d for m in incoming.values() for d, _ in flat(m.deps)
                      if not isinstance(d, FileRead) and d not in incoming}
@@ -140,40 +199,46 @@ class Snapshot(BuildState):
                     continue
                 source = incoming.get(dep) or kept.get(dep)
                 if source is None or dep in gone or not _holds(dep, recorded, source):
-                    return False
-        readers = state.readers([*differ, *removed]) - incoming.keys() - gone
+                    return None
+        readers = state.readers([*incoming, *gone]) - incoming.keys() - gone
         for reader in state.load_memos(readers).values():
             for dep, recorded in flat(reader.deps):
                 if dep in gone or (dep in incoming and not _holds(dep, recorded, incoming[dep])):
-                    return False
+                    return None
         produced = {p for m in incoming.values() for p in m.outputs}
         for memo in before.values():  # an output no entry makes any more is gone from the tree
-            if any(p not in produced and os.path.lexists(self.engine.root / p) for p in memo.outputs):
-                return False
-        files, outputs = summary["files"], summary["outputs"]
+            if any(p not in produced and os.path.lexists(engine.root / p) for p in memo.outputs):
+                return None
         touched: dict[str, str | None] = {}
         for memo in before.values():
-            for path in memo.outputs:
-                outputs.pop(path, None)
             touched.update((d.path, None) for d, _ in flat(memo.deps) if isinstance(d, FileRead))
         for memo in incoming.values():
             for dep, recorded in flat(memo.deps):
                 if isinstance(dep, FileRead):
                     if touched.get(dep.path) not in (None, recorded):
-                        return False  # two new entries read one file as two contents
+                        return None  # two new entries read one file as two contents
                     touched[dep.path] = recorded
         read_anew = {path: digest for path, digest in touched.items() if digest is not None}
         file_readers = state.readers(FileRead.of(path) for path in read_anew) - incoming.keys() - gone
         for reader in state.load_memos(file_readers).values():  # a kept entry read such a file as it was
             if any(isinstance(d, FileRead) and read_anew.get(d.path, recorded) != recorded
                    for d, recorded in flat(reader.deps)):
-                return False
-        state.delete_memos([*differ, *removed])
+                return None
+        return touched
+
+    def _take(self, summary: CleanRecord, incoming: dict[str, Memo], removed: list[str],
+              before: dict[str, Memo], touched: dict[str, str | None]) -> None:
+        """Replace the differing entries in the state, and bring the summary up to date with them."""
+        state = self.db.state
+        files, outputs, stats = summary.files, summary.outputs, summary.stats
+        for memo in before.values():
+            for path in memo.outputs:
+                outputs.pop(path, None)
+        state.delete_memos([*incoming, *removed])
         for memo in incoming.values():
             state.save_memo(memo, None)
             outputs.update(memo.outputs)
-            summary["fingerprints"].setdefault(memo.rule, memo.fingerprint)
-        stats = summary.get("stats", {})
+            summary.fingerprints.setdefault(memo.rule, memo.fingerprint)
         for path, recorded in touched.items():
             stats.pop(path, None)
             if recorded is not None:
@@ -185,11 +250,8 @@ class Snapshot(BuildState):
         for memo in incoming.values():
             for path in memo.outputs:
                 stats.pop(path, None)
-        summary["queries"] += len(incoming.keys() - before.keys()) - len(gone)
-        state.set_meta(CLEAN, json.dumps(summary))
-        self.remember_lock_digests(now)
-        self.lock_changed = False
-        return True
+        summary.queries += len(incoming.keys() - before.keys()) - len(removed)
+        summary.save(state)
 
     def _remember_lock(self) -> None:
         """Link each lock file this state now describes into the state folder, where a later
@@ -197,7 +259,7 @@ class Snapshot(BuildState):
         (_take_lock_difference). A link costs no copy: a lock file is replaced, never written in
         place, by kbuild and by git; an edit in place shows as a hash that is not the one
         recorded. Where links cannot be made, every new lock is read whole, as before."""
-        lock, taken = self.engine.lock, self.engine.state_dir / TAKEN
+        lock, taken = self.db.engine.lock, self.db.engine.state_dir / TAKEN
         try:
             if os.path.isfile(taken):  # a single link, as a kbuild before the split lock made it
                 os.unlink(taken)
@@ -220,12 +282,12 @@ class Snapshot(BuildState):
         except (OSError, LockError):
             pass
 
-    def changed_since(self, summary: dict[str, Any], earlier: StatPass | None = None) -> tuple[list[str], list[str]]:
+    def changed_since(self, summary: CleanRecord, earlier: StatPass | None = None) -> tuple[list[str], list[str]]:
         """The files read and the outputs written that changed since the summary: a stat per
         file, as `git status` does, and not the graph (nor the stat cache, when each file still
         has the stat the summary recorded with its hash); none for what `earlier` found so.
         What this look found by stat alone is left in `self.stat_pass`."""
-        hasher, stats = self.hasher, summary.get("stats", {})
+        hasher, stats = self.db.hasher, summary.stats
         known = earlier.unchanged if earlier is not None else {}
         unchanged: dict[str, tuple[str, list[int]]] = {}
         self.stat_pass = StatPass(unchanged)
@@ -242,13 +304,13 @@ class Snapshot(BuildState):
                 self.restatted = True  # same content, another stat (a checkout, a copy): recorded anew
             return now != digest
 
-        return ([path for path, digest in summary["files"].items() if changed(path, digest)],
-                [path for path, digest in summary["outputs"].items() if changed(path, digest)])
+        return ([path for path, digest in summary.files.items() if changed(path, digest)],
+                [path for path, digest in summary.outputs.items() if changed(path, digest)])
 
-    def _stats_of(self, summary: dict[str, Any], paths: Iterable[str] | None = None) -> dict[str, list[int]]:
+    def _stats_of(self, summary: CleanRecord, paths: Iterable[str] | None = None) -> dict[str, list[int]]:
         """The stat of each file the summary names (of `paths`, if given), where the stat cache
         holds it with that hash."""
-        files, outputs, recorded = summary["files"], summary["outputs"], self.hasher.recorded
+        files, outputs, recorded = summary.files, summary.outputs, self.db.hasher.recorded
         found = {}
         for path in files.keys() | outputs.keys() if paths is None else paths:
             entry = recorded(path) if path in files or path in outputs else None
@@ -261,29 +323,29 @@ class Snapshot(BuildState):
         summary = self.clean_summary(root_ids)
         if summary is None or any(self.changed_since(summary)):
             return None
-        return summary["queries"]
+        return summary.queries
 
-    def _complete_stats(self, summary: dict[str, Any]) -> None:
+    def complete_stats(self, summary: CleanRecord) -> None:
         """A no-op that had to hash files the summary holds no stat for (outputs a build had just
         written are too new to trust their stats) records their stats now, so the next no-op,
         and `kbuild.uptodate`, need only a stat per file. So does one that found files whose stat
         changed while their content did not (rewritten as they were by a checkout, copied):
         else every no-op after it would hash them again, and kbuild.uptodate never hold."""
-        restatted = getattr(self, "restatted", False)
-        if restatted or len(summary.get("stats", {})) < len(summary["files"]) + len(summary["outputs"]):
+        restatted = self.restatted
+        if restatted or len(summary.stats) < len(summary.files) + len(summary.outputs):
             stats = self._stats_of(summary)
-            if restatted or len(stats) > len(summary.get("stats", {})):
-                summary["stats"] = stats
-                self.state.set_meta(CLEAN, json.dumps(summary))
+            if restatted or len(stats) > len(summary.stats):
+                summary.stats = stats
+                summary.save(self.db.state)
         self._remember_lock()
 
-    def _record_clean(self, root_ids: list[str]) -> None:
-        if self.failed or len(self.green) != len(self.memos):
+    def record_clean(self, root_ids: list[str]) -> None:
+        if self.db.failed or len(self.db.green) != len(self.db.memos):
             return
         files: dict[str, str] = {}
         outputs: dict[str, str] = {}
         fingerprints: dict[str, str] = {}
-        for memo in self.memos.values():
+        for memo in self.db.memos.values():
             if fingerprints.setdefault(memo.rule, memo.fingerprint) != memo.fingerprint:
                 return
             outputs.update(memo.outputs)
@@ -291,47 +353,45 @@ class Snapshot(BuildState):
                 for dep, digest in group:
                     if isinstance(dep, FileRead):
                         files[dep.path] = digest
-        summary = {"targets": _targets_digest(root_ids), "fingerprints": fingerprints, "files": files,
-                   "outputs": outputs, "queries": len(self.memos)}
-        summary["stats"] = self._stats_of(summary)
-        self.state.set_meta(CLEAN, json.dumps(summary))
+        summary = CleanRecord(_targets_digest(root_ids), fingerprints, files, outputs, len(self.db.memos))
+        summary.stats = self._stats_of(summary)
+        summary.save(self.db.state)
         self._remember_lock()
 
-    def _update_clean(self, summary: dict[str, Any], changed_files: list[str]) -> None:
+    def update_clean(self, summary: CleanRecord, changed_files: list[str], reached: set[str],
+                     dead: dict[str, Memo]) -> None:
         """The summary of a build that loaded only what changes reached, brought up to date from
         the memos it replaced and removed, when it too left every query settled."""
-        reached, dead = self.reached, self.dead
-        assert reached is not None
-        if self.failed or any(q not in self.green and q not in dead for q in reached):
+        if self.db.failed or any(q not in self.db.green and q not in dead for q in reached):
             return
-        files, outputs = summary["files"], summary["outputs"]
+        files, outputs = summary.files, summary.outputs
         touched = set(changed_files)
         written: set[str] = set()  # the outputs whose recorded hash may have changed
-        for old in [*self.replaced.values(), *dead.values()]:
+        for old in [*self.db.replaced.values(), *dead.values()]:
             for path in old.outputs:
                 outputs.pop(path, None)
             written.update(old.outputs)
             touched |= {d.path for d, _ in flat(old.deps) if isinstance(d, FileRead)}
-        for qid in self.report.executed:
+        for qid in self.db.report.executed:
             if qid in dead:
                 continue
-            memo = self.memos[qid]
+            memo = self.db.memos[qid]
             outputs.update(memo.outputs)
             written.update(memo.outputs)
             touched |= {d.path for d, _ in flat(memo.deps) if isinstance(d, FileRead)}
-            if memo.rule not in summary["fingerprints"]:
-                summary["fingerprints"][memo.rule] = memo.fingerprint
+            if memo.rule not in summary.fingerprints:
+                summary.fingerprints[memo.rule] = memo.fingerprint
         for path in touched:
-            if self.state.readers([FileRead.of(path)]):
-                files[path] = self.hasher.hash(path)
+            if self.db.state.readers([FileRead.of(path)]):
+                files[path] = self.db.hasher.hash(path)
             else:
                 files.pop(path, None)
-        summary["queries"] += sum(q not in self.replaced for q in self.report.executed) - len(dead)
+        summary.queries += sum(q not in self.db.replaced for q in self.db.report.executed) - len(dead)
         # a stat stands while the file's hash in the summary and its entry in the stat cache
         # do: only those that this build changed are looked up again, not the whole cache
-        stats, again = summary.setdefault("stats", {}), touched | written | self.hasher.restated
+        stats, again = summary.stats, touched | written | self.db.hasher.restated
         for path in again:
             stats.pop(path, None)
         stats.update(self._stats_of(summary, again))
-        self.state.set_meta(CLEAN, json.dumps(summary))
+        summary.save(self.db.state)
         self._remember_lock()

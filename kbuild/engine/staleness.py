@@ -5,14 +5,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from .buildstate import BuildState
 from .graphload import GraphLoading, long_lived
 from .state import FileRead, Memo, flat
 from .verify import Change, Reason, first_changed_read, outside_reads
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 
 @dataclass
@@ -24,25 +21,17 @@ class Inspection:
     lock_misplaced: bool = False  # entries lie in lock files the engine's layout does not put them in
 
 
-def inspect_engine(engine: Engine, read_outputs: Callable[[str], bool]) -> Inspection:
-    """Engine.inspect, also reading whole each recorded output that `read_outputs` chooses (a
-    caller's pages): read once, for its hash and for the caller, who finds the bytes in
-    `contents` with their hashes. A missing or unreadable one is not there, and hashed as the verification does."""
-    with engine._reading() as build:
-        return inspect(build, read_outputs)
-
-
-def inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None = None) -> Inspection:
+def inspect(graph: GraphLoading, read_outputs: Callable[[str], bool] | None = None) -> Inspection:
     """Each query whose own inputs, rule or outputs changed, with why, and each query built on
     one of them, directly or not, with the nearest such query it reads. Unlike a dry run, it does
     not stop at a query's first changed read: this is the set a reviewer is shown, every output
     that depends on a change. Its maps over every query live for the command, as the graph does."""
-    build.load_graph()
+    graph.load_graph()
     with long_lived():
-        return _inspect(build, read_outputs)
+        return _inspect(graph.db, read_outputs)
 
 
-def _inspect(build: GraphLoading, read_outputs: Callable[[str], bool] | None) -> Inspection:
+def _inspect(build: BuildState, read_outputs: Callable[[str], bool] | None) -> Inspection:
     memos, file_hash = build.memos, build.hasher.hash
     contents: dict[str, tuple[bytes, str]] = {}
     if read_outputs is not None:

@@ -15,10 +15,7 @@ from .files import StatEntry
 from .hashing import canonical_json
 
 STATE_VERSION = 5
-# Saved memos are written WRITE_BATCH at a time (and before any read or commit), so that the
-# buffer stays small and the last commit does not hold up the build's end: a cold build of
-# 1,000 queries at 16 in flight ended 23-34 ms after its last call against 32-38 ms with all
-# written at the commit (`python benchmarks/scheduling.py`, its disk line, two runs each).
+# memos are written a batch at a time, so the last commit does not hold up the build's end
 WRITE_BATCH = 64
 
 
