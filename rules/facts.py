@@ -13,14 +13,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kbuild import notes, slicing
+from kbuild import notes
+from kbuild.text import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
 from kbuild.checks.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.plugins import registry
-from kbuild.model.offline import clean, prose_sentences
-from kbuild.slicing import Chunk, Region, fact_names, region_texts
+from kbuild.text.prose import clean, prose_sentences
+from kbuild.text.slicing import Chunk, Region, fact_names, region_texts
 from kbuild.store import pages
 from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links
@@ -210,7 +211,7 @@ SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a search section (rules/search
 # makes exactly the queries that read it stale.
 @rule(version=1, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), parts=True)
 async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """The source's text in regions (kbuild.slicing.layout), where both the facts' and the
+    """The source's text in regions (kbuild.text.slicing.layout), where both the facts' and the
     search sections' cuts agree: "region:N" each, with "header" (SourceRegions). Each region is
     sliced by a query of its own that reads its part alone, so a one-sentence edit re-slices
     one region, not the whole text, and the others' chunks stay as recorded, unread."""

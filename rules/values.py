@@ -49,7 +49,7 @@ class Place(Value):
 
 
 class RegionPlace(Value):
-    """Where one of a region's chunks stands: a Chunk (kbuild.slicing) before it is named."""
+    """Where one of a region's chunks stands: a Chunk (kbuild.text.slicing) before it is named."""
 
     start: int
     end: int

@@ -12,7 +12,7 @@ from typing import Any
 from kbuild.checks.grounding import unsupported
 from kbuild.checks.secrets import redact
 from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
-from kbuild.model.offline import is_statement, prose_sentences
+from kbuild.text.prose import is_statement, prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
 from kbuild.topic import Candidate, Passage, passages, rank
@@ -125,7 +125,7 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
                    statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
 
 
-@rule(version=4, uses=("kbuild.topic", is_statement, "kbuild.checks.injection"))
+@rule(version=4, uses=("kbuild.topic", is_statement, "kbuild.text.injection"))
 async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     """The sentences a requested view draws on, ranked across the whole project (kbuild.topic):
     statements only, never a source's instruction to a model or its markup alone."""
