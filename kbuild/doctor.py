@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from . import __version__, checked
+from . import __version__
+from .records import checked
 from .application import Application
 from .buildfile import Buildfile
 from .engine import Engine, LockError

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import kbuild, write
 
-from kbuild import uptodate
+from kbuild.records import uptodate
 from kbuild.engine import Engine, LockError, rule
 from kbuild.engine import files as engine_files
 from kbuild.engine.lockfile import lock_entries, read_lock, render_lock

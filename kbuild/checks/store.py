@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checked import store_files
+from ..records.inputs import store_files
 from ..engine import Change, Engine, LockError
 from ..engine.state import FileRead, Memo, flat
 from ..engine.verify import Reason

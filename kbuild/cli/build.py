@@ -11,7 +11,7 @@ import click
 
 from typing import TYPE_CHECKING
 
-from .. import uptodate
+from ..records import uptodate
 from . import batchmode
 from .session import FAILED, LOCKED, WAITING, WRONG, KbuildError, Session, pass_session
 

@@ -37,7 +37,8 @@ def check(session: Session, fmt: str, strict: bool, record: bool = False, full: 
 
     Example: kbuild check --format github
     """
-    from .. import __version__, checked
+    from .. import __version__
+    from ..records import checked
     from ..checks import formats
     from ..checks.store import check_store, harness_findings
 
@@ -82,7 +83,8 @@ def check(session: Session, fmt: str, strict: bool, record: bool = False, full: 
 
 def _record(spec: Buildfile, engine: Engine, named: set[str], strict: bool) -> None:
     """Write kbuild.checked for the check that just passed, or say why it cannot be."""
-    from .. import __version__, checked
+    from .. import __version__
+    from ..records import checked
 
     root = os.path.realpath(engine.root)
     app = spec.application
