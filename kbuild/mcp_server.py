@@ -1,7 +1,7 @@
 """`kbuild mcp`: the store served to MCP clients (Claude Code, Cursor, Copilot...) over stdio.
 
 Tools `search`, `context`, `show`, `status` and `explain`, and a resource for every page of the
-store (the root index first); `learn` (a delta of notes, kbuild.learning) only when the server
+store (the root index first); `learn` (a delta of notes, kbuild.notes.learning) only when the server
 is started with `--allow-learn`. Each tool answers with the JSON its command prints with `--json`
 (kbuild/answers.py, docs/json.md), built by the same functions. Read-only unless learning is
 allowed, and even then it writes notes only: the server never
@@ -148,11 +148,11 @@ class Store:
         return answers.explain_answer(found)
 
     def learn(self, delta: dict[str, Any], dry_run: bool = False) -> Answer:
-        """A delta applied to the notes (kbuild.learning), as `kbuild learn` applies it; refused
+        """A delta applied to the notes (kbuild.notes.learning), as `kbuild learn` applies it; refused
         whole, with the note's current text, when it was written against another revision."""
         import json
 
-        from .learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
+        from .notes.learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
 
         app = self.spec.application
         if app is None:

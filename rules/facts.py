@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kbuild import notes
+from kbuild.notes import note as notes
 from kbuild.text import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
@@ -133,7 +133,7 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
 
 
 def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
-    """A note's text as its pages show it, its status first (kbuild.notes.banner), and its title
+    """A note's text as its pages show it, its status first (kbuild.notes.note.banner), and its title
     with its status. Its evidence files are read through the context, so an edit of one rebuilds
     the note's pages, marked as needing review."""
     try:
@@ -151,8 +151,8 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
     return notes.note_text(note, changed), notes.note_title(note.header, changed)
 
 
-@rule(version=4, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
-                       "kbuild.store.pages", "kbuild.notes", note_source, _title),
+@rule(version=4, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links", "kbuild.text.markdown",
+                       "kbuild.store.pages", "kbuild.notes.note", note_source, _title),
       settings=("store",), returns=SourceText,
       params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
 async def text(ctx: Context, project: str, source: str) -> SourceText:

@@ -21,7 +21,7 @@ class RawCopy(Value):
     ext: str
     origin: str  # its path or url
     title: str | None
-    kind: str = "document"  # or "note": Markdown with front matter (kbuild.notes)
+    kind: str = "document"  # or "note": Markdown with front matter (kbuild.notes.note)
 
 
 class SourceText(Value):

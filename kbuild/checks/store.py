@@ -40,9 +40,12 @@ class Finding:
     line: int | None = None
 
 
-def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set[str] | None = None) -> list[Finding]:
-    """Every finding of the store; `strict` adds the notes whose evidence changed (needs-review).
-    `named` gets every file the lock says the graph read or wrote (for kbuild.checked)."""
+def check_store(engine: Engine, kb: Any | None, named: set[str] | None = None,
+                pages_read: dict[str, bytes] | None = None) -> list[Finding]:
+    """Every finding of the store's pages and graph. `named` gets every file the lock says the
+    graph read or wrote (for kbuild.records.checked); `pages_read` every page's bytes as the
+    check read them, for the notes' findings (kbuild.notes.findings) to scan without reading
+    them again."""
     root = engine.root
     grounded = set(kb.grounded_rules) if kb is not None else set()
     inspection = inspect_engine(engine, lambda path: path.endswith(".md"))
@@ -151,9 +154,8 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
         findings += [Finding(page, why, fix, "not-built" if why.startswith("not built") else "sources-file", page)
                      for page, why, fix in kb.unbuilt(memos.keys())]
         findings += _orphans(root, kb.store.root, set(outputs))
-        from .notes import note_findings  # here: it imports this module's Finding
-
-        findings += note_findings(root, kb.store, kb.projects(), pages, strict)
+        if pages_read is not None:
+            pages_read.update(pages)
     return _unique(findings)
 
 

@@ -41,6 +41,7 @@ def check(session: Session, fmt: str, strict: bool, record: bool = False, full: 
     from ..records import checked
     from ..checks import formats
     from ..checks.store import check_store, harness_findings
+    from ..notes.findings import note_findings
 
     folder = _store_folder(session)
     if not (full or record) and checked.holds(str(folder), __version__, strict):
@@ -52,7 +53,11 @@ def check(session: Session, fmt: str, strict: bool, record: bool = False, full: 
     named: set[str] = set()
     try:
         spec, engine = session.load()
-        findings = check_store(engine, spec.application, strict, named)
+        pages: dict[str, bytes] = {}
+        kb = spec.application
+        findings = check_store(engine, kb, named, pages)
+        if kb is not None:
+            findings += note_findings(engine.root, kb.store, kb.projects(), pages, strict)
         findings += harness_findings(spec)
     except Exception as exc:  # the check itself broke: say so, and do not pass
         if session.debug and not isinstance(exc, (KbuildError, LockError)):

@@ -57,8 +57,8 @@ def _has_notes(session: Session) -> bool:
 
 
 def _notes(spec: Buildfile) -> None:
-    """One line per note that needs review, and how many notes are candidates (kbuild.notes)."""
-    from ..notes import note_statuses
+    """One line per note that needs review, and how many notes are candidates (kbuild.notes.note)."""
+    from ..notes.note import note_statuses
 
     app = spec.application
     if app is None:
