@@ -63,7 +63,7 @@ def file_hash(path: str) -> str | None:
 
 
 def environment() -> str:
-    """The hash of what chooses the model (kbuild.model.settings): the model and the server
+    """The hash of what chooses the model (kbuild.model.settings, kbuild.model.choice): the model and the server
     named, and whether a key is set when neither is, since a key alone asks for the default
     model. Not the key itself, which CI does not have, nor the cache folders, which CI sets to
     its own."""
