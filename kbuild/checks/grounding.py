@@ -16,7 +16,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from kbuild.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
+from kbuild.checks.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
 from kbuild.text.keywords import KEYWORD
 from kbuild.text.markdown import ATX_MARK as HEADING, without_links
 from kbuild.text.prose import NUMBER, STOPWORDS
