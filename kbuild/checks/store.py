@@ -240,7 +240,7 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
 
 def harness_findings(spec: Any) -> list[Finding]:
     """A harness file (AGENTS.md...) whose kbuild block is not what the build writes."""
-    from ..harness import harness_problem
+    from ..store.harness import harness_problem
 
     if spec.application is None:
         return []

@@ -153,7 +153,7 @@ def logs(session: Session, limit: int, query: str | None, errors: bool, full: bo
     """
     from dataclasses import asdict
 
-    from ..localstate import LocalState
+    from ..store.localstate import LocalState
     from ..model.calllog import CallLog
 
     _, engine = session.load()

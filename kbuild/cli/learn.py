@@ -169,7 +169,7 @@ def forget(ctx: click.Context, note_id: str, by: str | None, reason: str | None)
     from ..notes import note as notes
     from ..engine.layout import FOLDER
     from ..notes.forgetting import Forgotten, Tombstone, fingerprints, purge_call_cache, write_tombstone
-    from ..localstate import LocalState
+    from ..store.localstate import LocalState
     from ..model.calllog import CallLog
     from ..store.sources import SourcesError, remove
     from .build import build

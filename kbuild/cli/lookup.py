@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from ..localstate import LocalState
+from ..store.localstate import LocalState
 from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
 

@@ -5,8 +5,8 @@ import click
 
 from ..buildfile import Buildfile
 from ..engine import BuildLocked, BuildStopped, Engine, LockError
-from ..localstate import LocalState
-from ..reports import save_report
+from ..store.localstate import LocalState
+from ..store.reports import save_report
 from .build import print_failures, protect_hand_edits
 from .session import KbuildError, Session, pass_session
 
