@@ -19,12 +19,12 @@ from .buildfile import Buildfile
 from .engine import Engine, LockError
 from .engine.layout import FOLDER
 from .engine.state import damage
-from .embedding import installed
+from .retrieval.embedding import installed
 from .model import Backend, ModelSettings
 from .store.sources import SourcesError, parse
 
 if TYPE_CHECKING:
-    from .embedding import SemanticSettings
+    from .retrieval.embedding import SemanticSettings
 
 Status = Literal["PASS", "WARN", "FAIL"]
 
@@ -93,7 +93,7 @@ def _semantic(settings: SemanticSettings | None) -> Finding:
     """Whether search ranks by meaning as well as by words, and whether its embedder can work."""
     if settings is None:
         return Finding("PASS", "semantic ranking: off (search ranks by words; `semantic=` in the Kbuildfile turns it on)")
-    from .embedding import EmbeddingError, embedder_for
+    from .retrieval.embedding import EmbeddingError, embedder_for
 
     embedder = embedder_for(settings)
     try:

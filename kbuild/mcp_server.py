@@ -21,7 +21,7 @@ from pydantic import Field
 from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
-from .search import UnknownProject, compose, question_embedder, render_context, search, store_folder
+from .retrieval.search import UnknownProject, compose, question_embedder, render_context, search, store_folder
 from .store.layout import Store as StoreLayout
 
 if TYPE_CHECKING:
@@ -82,8 +82,8 @@ class Store:
 
     def _by_meaning(self, look: Callable[[], T]) -> T:
         """`look` up; an embedder that cannot work, or a project that is not one of the store's
-        (`../..`, a path: kbuild.search reads nothing outside the store), is one message."""
-        from .embedding import EmbeddingError
+        (`../..`, a path: kbuild.retrieval.search reads nothing outside the store), is one message."""
+        from .retrieval.embedding import EmbeddingError
 
         try:
             return look()

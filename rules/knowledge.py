@@ -11,7 +11,7 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
-from kbuild.embedding import SemanticSettings
+from kbuild.retrieval.embedding import SemanticSettings
 from kbuild.engine import FOLDER, Query, Rule, atomic_write
 from kbuild.store.localstate import LocalState
 from kbuild.model import Backend

@@ -30,7 +30,7 @@ from .sources import project_outline
 from .summaries import fact_groups, group_of, group_places
 
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
-FORMAT = 1  # of search-index.json; kbuild/search.py refuses another
+FORMAT = 1  # of search-index.json; kbuild/retrieval/search.py refuses another
 
 
 _MARKUP = str.maketrans("", "", "*_`#")

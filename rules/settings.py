@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbuild.embedding import SemanticSettings, embedder_for
+from kbuild.retrieval.embedding import SemanticSettings, embedder_for
 from kbuild.engine import Decisive, rule
 from kbuild.model import Backend
 from kbuild.store.layout import Store

@@ -13,7 +13,7 @@ from .session import WRONG, KbuildError, Session, pass_session
 
 if TYPE_CHECKING:
     from ..buildfile import Buildfile
-    from ..embedding import QuestionEmbedder
+    from ..retrieval.embedding import QuestionEmbedder
     from ..engine import Engine
 
 T = TypeVar("T")
@@ -24,8 +24,8 @@ def by_meaning(look: Callable[[QuestionEmbedder | None], T], spec: Buildfile, en
     """`look` up with the Kbuildfile's embedder (None when semantic ranking is off, or with
     `lexical`); an embedder that cannot work is one line and exit code 1, a project that is not
     one of the store's one line and exit code 2."""
-    from ..embedding import EmbeddingError
-    from ..search import UnknownProject, question_embedder
+    from ..retrieval.embedding import EmbeddingError
+    from ..retrieval.search import UnknownProject, question_embedder
 
     try:
         return look(None if lexical else question_embedder(spec, engine))
@@ -50,8 +50,8 @@ def search_command(session: Session, query: str | None, project: str | None, lim
     Example: kbuild search "how long do refunds take" --open
     """
     from ..answers import misses_answer, search_answer
-    from ..search import log_lookup, search, store_folder
-    from ..search import misses as logged_misses
+    from ..retrieval.search import log_lookup, search, store_folder
+    from ..retrieval.search import misses as logged_misses
 
     spec, engine = session.load()
     lookups = LocalState(engine.state_dir).lookups
@@ -100,7 +100,7 @@ def context(session: Session, question: str, project: str | None, budget: int, t
     Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
     """
     from ..answers import context_answer
-    from ..search import compose, log_lookup, render_context, store_folder
+    from ..retrieval.search import compose, log_lookup, render_context, store_folder
 
     spec, engine = session.load()
     kept, summarised, lines = by_meaning(

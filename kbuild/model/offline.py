@@ -110,7 +110,7 @@ def select_statements(kind: str, facts: list[dict[str, object]]) -> list[dict[st
     """Sentences of the facts for one section of a view, each citing its fact, in fact order.
 
     A digest takes the most central sentences; user, developer and agreements views the
-    sentences with the most cue words; a requested view every hit it was given (kbuild.topic
+    sentences with the most cue words; a requested view every hit it was given (kbuild.retrieval.topic
     chose them, and how many).
     """
     rows = [(i, f["ref"], str(sentence)) for i, f in enumerate(facts)

@@ -24,7 +24,7 @@ class LocalState(StateFolder):
 
     @property
     def lookups(self) -> Path:
-        """Every search and context request, with what it found (kbuild.search)."""
+        """Every search and context request, with what it found (kbuild.retrieval.search)."""
         return self.path / "lookups.jsonl"
 
     @property
