@@ -283,7 +283,7 @@ def test_a_pipe_planted_as_a_shard_is_one_clear_error_not_a_hang(store: Path, tm
 
 
 def test_doctor_says_when_the_lock_nears_what_git_hosts_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbuild import doctor
+    from kbuild.services import doctor
 
     root = tmp_path / "repo"
     root.mkdir()

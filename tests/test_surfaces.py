@@ -14,7 +14,7 @@ from conftest import kbuild
 from documents import PAYMENTS, small_store
 
 from kbuild.cli.session import Session
-from kbuild.mcp_server import Store, server
+from kbuild.services.mcp_server import Store, server
 
 SALARY = ("- [salary](salary.md): the salary of every employee, by name\n"
           "- [holidays](holidays.md): the days off of every employee\n- [office](office.md): where the desks are\n")

@@ -127,7 +127,7 @@ def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool,
     `stat_pass`: what the look for hand edits just before found unchanged (Engine.build)."""
     from ..engine import BuildLocked, BuildStopped, LockError
     from ..store.localstate import LocalState
-    from ..progress import Progress
+    from ..services.progress import Progress
     from ..store.reports import save_report
 
     # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
@@ -219,7 +219,7 @@ def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     for qid in sorted(plan):
         click.echo(f"{qid}: {plan[qid].sentence}")
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
-    from ..status import dry_run_estimate  # the call log's module: only a dry run needs it
+    from ..services.status import dry_run_estimate  # the call log's module: only a dry run needs it
 
     click.echo(dry_run_estimate(engine))
 

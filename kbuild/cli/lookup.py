@@ -49,7 +49,7 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 
     Example: kbuild search "how long do refunds take" --open
     """
-    from ..answers import misses_answer, search_answer
+    from ..services.answers import misses_answer, search_answer
     from ..retrieval.search import log_lookup, search, store_folder
     from ..retrieval.search import misses as logged_misses
 
@@ -99,7 +99,7 @@ def context(session: Session, question: str, project: str | None, budget: int, t
 
     Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
     """
-    from ..answers import context_answer
+    from ..services.answers import context_answer
     from ..retrieval.search import compose, log_lookup, render_context, store_folder
 
     spec, engine = session.load()
@@ -126,8 +126,8 @@ def show(session: Session, path: Path, as_json: bool) -> None:
 
     Example: kbuild show kb/shop/facts/payments/index.md
     """
-    from ..answers import show_answer
-    from ..browse import NotAPage, open_page
+    from ..services.answers import show_answer
+    from ..services.browse import NotAPage, open_page
 
     spec, _ = session.load()
     try:

@@ -3,7 +3,7 @@
 Tools `search`, `context`, `show`, `status` and `explain`, and a resource for every page of the
 store (the root index first); `learn` (a delta of notes, kbuild.notes.learning) only when the server
 is started with `--allow-learn`. Each tool answers with the JSON its command prints with `--json`
-(kbuild/answers.py, docs/json.md), built by the same functions. Read-only unless learning is
+(kbuild/services/answers.py, docs/json.md), built by the same functions. Read-only unless learning is
 allowed, and even then it writes notes only: the server never
 starts a build and writes nothing (not even the lookup log `kbuild search` keeps); a client
 that wants fresh pages runs `kbuild` itself. Pages are named by their path relative to the
@@ -21,8 +21,8 @@ from pydantic import Field
 from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
-from .retrieval.search import UnknownProject, compose, question_embedder, render_context, search, store_folder
-from .store.layout import Store as StoreLayout
+from ..retrieval.search import UnknownProject, compose, question_embedder, render_context, search, store_folder
+from ..store.layout import Store as StoreLayout
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import Resource
 
-    from .buildfile import Buildfile
-    from .cli.session import Session
+    from ..buildfile import Buildfile
+    from ..cli.session import Session
 
 SCHEME = "kbuild://"
 
@@ -71,7 +71,7 @@ class Store:
         self.embedder = question_embedder(self.spec, engine)  # None: ranked by words only
 
     def _load(self) -> tuple[Buildfile, Any]:
-        from .cli.session import KbuildError
+        from ..cli.session import KbuildError
 
         # a Kbuildfile that prints must not write into the protocol's stdout
         with contextlib.redirect_stdout(sys.stderr):
@@ -83,7 +83,7 @@ class Store:
     def _by_meaning(self, look: Callable[[], T]) -> T:
         """`look` up; an embedder that cannot work, or a project that is not one of the store's
         (`../..`, a path: kbuild.retrieval.search reads nothing outside the store), is one message."""
-        from .retrieval.embedding import EmbeddingError
+        from ..retrieval.embedding import EmbeddingError
 
         try:
             return look()
@@ -152,7 +152,7 @@ class Store:
         whole, with the note's current text, when it was written against another revision."""
         import json
 
-        from .notes.learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
+        from ..notes.learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
 
         app = self.spec.application
         if app is None:
@@ -169,7 +169,7 @@ class Store:
         return learn_answer(plan, not dry_run)
 
     def _targets(self, spec: Buildfile) -> list[Any]:
-        from .cli.session import KbuildError
+        from ..cli.session import KbuildError
 
         try:
             return self.session.targets(spec)
@@ -195,7 +195,7 @@ def server(store: Store, allow_learn: bool = False) -> MCPServer:
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
     from mcp_types import Resource, ToolAnnotations
 
-    from . import __version__
+    from .. import __version__
 
     class StoreServer(MCPServer):
         """Resources listed from the store at every request, so they follow the builds."""
