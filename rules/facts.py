@@ -17,7 +17,7 @@ from kbuild.notes import note as notes
 from kbuild.text import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
-from kbuild.checks.secrets import redact, redacted
+from kbuild.text.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.plugins import registry
 from kbuild.text.prose import clean, prose_sentences
@@ -151,7 +151,7 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
     return notes.note_text(note, changed), notes.note_title(note.header, changed)
 
 
-@rule(version=4, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links", "kbuild.text.markdown",
+@rule(version=4, uses=(*CONVERTER, "kbuild.text.secrets", "kbuild.text.secret_kinds", "kbuild.store.links", "kbuild.text.markdown",
                        "kbuild.store.pages", "kbuild.notes.note", note_source, _title),
       settings=("store",), returns=SourceText,
       params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
@@ -312,7 +312,7 @@ async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText
     return ChunkText(text=span.text, headings=span.headings, previous=previous, title=doc.title, figures=figures)
 
 
-@model_rule("figure", uses=(redact, "kbuild.checks.secret_kinds"), settings=("store",), cutoff=same_meaning)
+@model_rule("figure", uses=(redact, "kbuild.text.secret_kinds"), settings=("store",), cutoff=same_meaning)
 async def figure_text(ctx: Context, project: str, source: str, name: str) -> str:
     doc = await ctx.query(text(project, source))
     png = ctx.read(ctx.settings.store.figure(project, source, name, ".png"))
@@ -321,7 +321,7 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
 
 
 @model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
-            uses=(place_quotes, prose_sentences, redact, "kbuild.checks.secret_kinds", lost_facts, clean,
+            uses=(place_quotes, prose_sentences, redact, "kbuild.text.secret_kinds", lost_facts, clean,
                   model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", without_page_markers),
             returns=Reading)
 async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:

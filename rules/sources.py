@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbuild.checks.secrets import without_userinfo
+from kbuild.text.secrets import without_userinfo
 from kbuild.convert import refusal
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.store.localstate import LocalState

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbuild.checks.grounding import unsupported
-from kbuild.checks.secrets import redact
+from kbuild.text.secrets import redact
 from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
 from kbuild.text.prose import is_statement, prose_sentences
 from kbuild.store.layout import link
@@ -65,7 +65,7 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
             uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
-                  "kbuild.checks.grounding", "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
+                  "kbuild.checks.grounding", "kbuild.text.secrets", "kbuild.text.secret_kinds"),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
     """One section of a view: what one group of a source's facts says to it (for a view on

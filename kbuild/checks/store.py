@@ -170,7 +170,7 @@ def scan(pages: list[tuple[str, bool]], contents: Mapping[str, bytes], root: Pat
     if workers > 1 and size >= PARALLEL_BYTES:
         import multiprocessing
 
-        from . import secret_kinds  # noqa: F401  imported once, here, not in each process
+        from ..text import secret_kinds  # noqa: F401  imported once, here, not in each process
 
         try:
             context = multiprocessing.get_context("fork")  # the pages are inherited, not sent

@@ -100,7 +100,7 @@ def _hash(data: bytes) -> str:
 
 def export(root: Path, store: Store, project: str, dest: Path, with_raw: bool = False) -> Manifest:
     """Write the bundle of `project` to `dest` (a folder that must not exist, or NAME.tar.gz)."""
-    from ..checks.secrets import find_secrets
+    from ..text.secrets import find_secrets
     from ..store.sources import SourcesError, parse
 
     sources_file = root / store.sources_file(project)

@@ -110,7 +110,7 @@ class DeltaRefused(ValueError):
 def _checked(text: str, where: str, again: str = "send the delta again") -> None:
     """The checks a source's text gets, applied before the delta is stored."""
     from ..text.injection import find_injections
-    from ..checks.secrets import find_secrets
+    from ..text.secrets import find_secrets
 
     control = next((c for c in text if c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cs")), None)
     if control is not None:  # a NUL or an escape sequence in a note fails every build after it

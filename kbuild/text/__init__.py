@@ -9,6 +9,7 @@
 - `inline`: inline Markdown written back from its parse;
 - `prose`: a span's words without their markup, its statements, the words that carry no content;
 - `injection`: text that tries to steer the model that will read it;
+- `secrets`, `secret_kinds`: credentials in a text, found and redacted;
 - `obligations`: the sentences that oblige (RFC 2119), as requirements with how to test them;
 - `slicing`: a converted source cut into chunks and regions of whole lines.
 
