@@ -322,7 +322,8 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
 
 @model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
             uses=(place_quotes, prose_sentences, redact, "kbuild.text.secret_kinds", lost_facts, clean,
-                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", without_page_markers),
+                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", "kbuild.text.prose",
+                  without_page_markers),
             returns=Reading)
 async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
     """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
@@ -371,7 +372,8 @@ async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> s
 
 
 @model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", place_of, without_page_markers))
+            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", "kbuild.text.prose", place_of,
+                  without_page_markers))
 async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)

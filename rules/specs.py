@@ -19,7 +19,7 @@ from .views import view_parts, view_sections
 
 
 @model_rule("spec", "grounding", version=5, settings=("store", "label"),
-            uses=(unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.obligations"), returns=SpecPage)
+            uses=(unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.obligations"), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))

@@ -65,7 +65,7 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
             uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
-                  "kbuild.checks.grounding", "kbuild.text.secrets", "kbuild.text.secret_kinds"),
+                  "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.secrets", "kbuild.text.secret_kinds"),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
     """One section of a view: what one group of a source's facts says to it (for a view on
