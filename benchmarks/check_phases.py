@@ -46,7 +46,7 @@ def timed(name, fn):
 lockfiles.read_lock = timed("lock", lockfiles.read_lock)  # each lock file, whole or split
 staleness._inspect = timed("pages and verification", staleness._inspect)
 started = time.perf_counter()
-store.check_store(engine, spec.application, False)
+store.check_store(engine, spec.application)
 took["the rest: the lock taken in, links, grounding, orphans, notes"] = time.perf_counter() - started - took["lock"] - took["pages and verification"]
 print(json.dumps(took))
 """

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from kbuild.meaning import classify_text
+from kbuild.checks.meaning import classify_text
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "meaning-pairs.json"
 

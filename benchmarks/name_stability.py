@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbuild.slicing import Chunk, fact_names, slice_text
+from kbuild.text.slicing import Chunk, fact_names, slice_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 SETTINGS = ((2000, 4000), (500, 1000))

@@ -132,7 +132,7 @@ def main(n: int) -> None:
               f"next {rest * 1000:7.1f} ms")
         # kbuild's own path: kb/PROJECT/search-index/ as rules/search_index.py writes it, read
         # as `kbuild search` reads it (sections.json, one section a line, and the bm25s files).
-        from kbuild.search import SearchIndex
+        from kbuild.retrieval.search import SearchIndex
         from kbuild.text.ranking import build_index, segment
         from kbuild.rules.search_index import render_sections, section_line
 

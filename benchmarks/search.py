@@ -21,7 +21,7 @@ from installed import use_installed_kbuild  # noqa: E402
 
 use_installed_kbuild()
 
-from kbuild.search import index_lines, search  # noqa: E402
+from kbuild.retrieval.search import index_lines, search  # noqa: E402
 from kbuild.text.ranking import tokens  # noqa: E402
 
 WORDS = ("ledger account balance transfer clearing settlement batch window audit record export report merchant "

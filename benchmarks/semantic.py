@@ -5,7 +5,7 @@
 Times, in this process: loading the model2vec model that tokenlearn-static-model carries (once
 per process: the build, and each `kbuild search` or `kbuild context` that ranks by meaning),
 embedding SECTIONS sections of ~120 words (what a cold build of the vectors costs), embedding a
-question, and ranking SECTIONS vectors by cosine (kbuild/search.py's `nearest`, over a
+question, and ranking SECTIONS vectors by cosine (kbuild/retrieval/search.py's `nearest`, over a
 memory-mapped vectors.npy like the one the build writes).
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kbuild.embedding import SemanticSettings, embedder_for
-from kbuild.search import nearest
+from kbuild.retrieval.embedding import SemanticSettings, embedder_for
+from kbuild.retrieval.search import nearest
 
 
 def main(count: int) -> None:

@@ -11,7 +11,9 @@ def __getattr__(name: str) -> Any:
     """`kbuild.hookimpl`, which marks a plug-in's hooks (docs/plugins.md), imported when a plug-in
     asks for it: a command that loads no plug-in does not import pluggy."""
     if name == "hookimpl":
-        from .plugins import hookimpl
+        import pluggy
 
-        return hookimpl
+        # the marker kbuild.plugins reads: a marker is its group's name and nothing else, and the
+        # top package imports nothing of kbuild, which imports it first
+        return pluggy.HookimplMarker("kbuild")
     raise AttributeError(f"module 'kbuild' has no attribute {name!r}")

@@ -31,7 +31,7 @@ class Buildfile:
     namespace: dict[str, Any]
     output_folder: str | None = None  # relative to the root: where every output lies (None: anywhere inside it)
     application: Application | None = None  # the knowledge base it defines (kb = knowledge_base(...)), if any
-    harness_files: tuple[str, ...] = ()  # AGENTS.md, CLAUDE.md..., relative to the root: get the root index (kbuild.harness)
+    harness_files: tuple[str, ...] = ()  # AGENTS.md, CLAUDE.md..., relative to the root: get the root index (kbuild.store.harness)
     split_lock: bool = False  # the lock as a file per project (kbuild.lock.d/), for stores too large for one file
 
     @property

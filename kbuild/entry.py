@@ -33,7 +33,7 @@ def answered(args: list[str]) -> bool:
         print(f"kbuild {__version__}")
         return True
     if args[:1] == ["check"] and args[1:] in ([], ["--strict"]):
-        from . import checked  # each path imports only its own module: uptodate's json is 6 ms
+        from .records import checked  # each path imports only its own module: uptodate's json is 6 ms
 
         folder, strict = kbuildfile_folder(os.getcwd()), len(args) > 1
         if folder is None:
@@ -45,7 +45,7 @@ def answered(args: list[str]) -> bool:
         return True
     if [a for a in args if a not in QUIET] not in ([], ["build"]):
         return False
-    from . import uptodate
+    from .records import uptodate
 
     folder = kbuildfile_folder(os.getcwd())
     settled = None if folder is None else uptodate.settled_queries(folder, os.path.join(folder, STATE_FOLDER))

@@ -22,7 +22,7 @@ import pluggy
 from .convert.model import Converted
 
 if TYPE_CHECKING:
-    from .model import Backend
+    from .model.backend import Backend
     from .model.settings import ModelSettings
 
 GROUP = "kbuild"  # the entry-point group a plug-in's package declares
@@ -30,7 +30,7 @@ hookspec = pluggy.HookspecMarker(GROUP)
 hookimpl = pluggy.HookimplMarker(GROUP)
 
 # kbuild's own plug-ins, registered before any installed one
-BUILTIN = ("kbuild.convert.builtin", "kbuild.model.settings")
+BUILTIN = ("kbuild.convert.builtin", "kbuild.model.builtin")
 
 ConvertFunction = Callable[[Path], "str | Converted"]  # the source's file -> its Markdown
 BackendFactory = Callable[["ModelSettings"], "Backend"]  # the Kbuildfile's model settings -> a backend

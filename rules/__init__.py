@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kbuild.embedding import SemanticSettings
+from kbuild.retrieval.embedding import SemanticSettings
 from kbuild.model import Backend, ModelSettings, choose_backend
 from kbuild.store.layout import Store
 

@@ -3,7 +3,7 @@ and nothing built on it runs again."""
 from __future__ import annotations
 
 from kbuild.engine import Context
-from kbuild.meaning import Decision, classify
+from kbuild.checks.meaning import Decision, classify
 
 from .values import Section
 

@@ -13,14 +13,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kbuild import notes, slicing
+from kbuild.notes import note as notes
+from kbuild.text import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
-from kbuild.checks.secrets import redact, redacted
+from kbuild.text.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.plugins import registry
-from kbuild.model.offline import clean, prose_sentences
-from kbuild.slicing import Chunk, Region, fact_names, region_texts
+from kbuild.text.prose import clean, prose_sentences
+from kbuild.text.slicing import Chunk, Region, fact_names, region_texts
 from kbuild.store import pages
 from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links
@@ -132,7 +133,7 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
 
 
 def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
-    """A note's text as its pages show it, its status first (kbuild.notes.banner), and its title
+    """A note's text as its pages show it, its status first (kbuild.notes.note.banner), and its title
     with its status. Its evidence files are read through the context, so an edit of one rebuilds
     the note's pages, marked as needing review."""
     try:
@@ -150,8 +151,8 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
     return notes.note_text(note, changed), notes.note_title(note.header, changed)
 
 
-@rule(version=4, uses=(*CONVERTER, "kbuild.checks.secrets", "kbuild.checks.secret_kinds", "kbuild.store.links",
-                       "kbuild.store.pages", "kbuild.notes", note_source, _title),
+@rule(version=4, uses=(*CONVERTER, "kbuild.text.secrets", "kbuild.text.secret_kinds", "kbuild.store.links", "kbuild.text.markdown",
+                       "kbuild.store.pages", "kbuild.notes.note", note_source, _title),
       settings=("store",), returns=SourceText,
       params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
 async def text(ctx: Context, project: str, source: str) -> SourceText:
@@ -210,7 +211,7 @@ SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a search section (rules/search
 # makes exactly the queries that read it stale.
 @rule(version=1, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), parts=True)
 async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any]:
-    """The source's text in regions (kbuild.slicing.layout), where both the facts' and the
+    """The source's text in regions (kbuild.text.slicing.layout), where both the facts' and the
     search sections' cuts agree: "region:N" each, with "header" (SourceRegions). Each region is
     sliced by a query of its own that reads its part alone, so a one-sentence edit re-slices
     one region, not the whole text, and the others' chunks stay as recorded, unread."""
@@ -311,7 +312,7 @@ async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText
     return ChunkText(text=span.text, headings=span.headings, previous=previous, title=doc.title, figures=figures)
 
 
-@model_rule("figure", uses=(redact, "kbuild.checks.secret_kinds"), settings=("store",), cutoff=same_meaning)
+@model_rule("figure", uses=(redact, "kbuild.text.secret_kinds"), settings=("store",), cutoff=same_meaning)
 async def figure_text(ctx: Context, project: str, source: str, name: str) -> str:
     doc = await ctx.query(text(project, source))
     png = ctx.read(ctx.settings.store.figure(project, source, name, ".png"))
@@ -320,8 +321,9 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
 
 
 @model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
-            uses=(place_quotes, prose_sentences, redact, "kbuild.checks.secret_kinds", lost_facts, clean,
-                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", without_page_markers),
+            uses=(place_quotes, prose_sentences, redact, "kbuild.text.secret_kinds", lost_facts, clean,
+                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", "kbuild.text.prose",
+                  without_page_markers),
             returns=Reading)
 async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
     """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
@@ -370,7 +372,8 @@ async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> s
 
 
 @model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", place_of, without_page_markers))
+            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", "kbuild.text.prose", place_of,
+                  without_page_markers))
 async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)

@@ -15,11 +15,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from kbuild.checks.grounding import Doubt, triage
-from kbuild.checks.injection import find_injections
+from kbuild.text.injection import find_injections
 from kbuild.checks.links import link_targets
 from kbuild.convert.markdown import clean_markdown
 from kbuild.engine import Context, Problem, hash_bytes
-from kbuild.store.links import without_links
+from kbuild.text.markdown import without_links
 from kbuild.text.inline import inline_words, plain_words
 from kbuild.text.markdown import TAG_LIKE, shortened
 
@@ -92,7 +92,7 @@ def foreign_names(text: str, sources: str) -> list[str]:
 
 # What decides a plain text: in the `uses` of each rule that writes one
 PLAIN_TEXT = (plain_text, plain_text_failures, plain_reply_check, checked_plain_text, foreign_names, *MARKDOWN_CLEANING,
-              "kbuild.checks.injection")
+              "kbuild.text.injection")
 
 
 def model_markdown(text: str, page: Path, store_root: Path, repeats: Collection[str] = ()) -> str:

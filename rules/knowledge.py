@@ -11,9 +11,9 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
-from kbuild.embedding import SemanticSettings
+from kbuild.retrieval.embedding import SemanticSettings
 from kbuild.engine import FOLDER, Query, Rule, atomic_write
-from kbuild.localstate import LocalState
+from kbuild.store.localstate import LocalState
 from kbuild.model import Backend
 from kbuild.store.fetch import fetch_urls
 from kbuild.store.layout import Store

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
-from kbuild.checks.injection import find_injections
+from kbuild.text.injection import find_injections
 from kbuild.engine import Context, QueryFailed, rule
-from kbuild import slicing
+from kbuild.text import slicing
 from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
 
@@ -30,7 +30,7 @@ from .sources import project_outline
 from .summaries import fact_groups, group_of, group_places
 
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
-FORMAT = 1  # of search-index.json; kbuild/search.py refuses another
+FORMAT = 1  # of search-index.json; kbuild/retrieval/search.py refuses another
 
 
 _MARKUP = str.maketrans("", "", "*_`#")
@@ -112,7 +112,7 @@ def section_line(section: dict[str, Any]) -> str:
 
 
 @rule(version=4, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
-                       section_line, "kbuild.checks.injection"), settings=("store",))
+                       section_line, "kbuild.text.injection"), settings=("store",))
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json

@@ -5,7 +5,7 @@ project has no vectors and search ranks by words alone.
 
 Incremental like the index: `source_vectors` reads one source's sections and is re-run only when
 they changed; an endpoint's vectors come from the call cache by each section's text, so only
-the sections whose words changed are sent (kbuild/embedding.py).
+the sections whose words changed are sent (kbuild/retrieval/embedding.py).
 """
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import io
 import json
 from typing import Any
 
-from kbuild.embedding import EmbeddingError, embedder_for, pack, unpack
+from kbuild.retrieval.embedding import EmbeddingError, embedder_for, pack, unpack
 from kbuild.engine import Context, Problem, QueryFailed, rule
 
 from .facts import text
 from .search_index import SourceSections, index_folder, source_sections
 from .sources import project_outline
 
-FORMAT = 1  # of vectors.json; kbuild/search.py refuses another
+FORMAT = 1  # of vectors.json; kbuild/retrieval/search.py refuses another
 
 
 def section_words(section: dict[str, Any], lines: list[str]) -> str:
@@ -31,7 +31,7 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
     return crumb + "\n" + "\n".join(lines[section["start"] - 1:section["end"]])
 
 
-@rule(version=2, uses=(section_words, SourceSections.of, "kbuild.embedding"), settings=("semantic",))
+@rule(version=2, uses=(section_words, SourceSections.of, "kbuild.retrieval.embedding"), settings=("semantic",))
 async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
     joined = SourceSections.of(await ctx.query(source_sections(project, source)))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbuild.embedding import SemanticSettings, embedder_for
+from kbuild.retrieval.embedding import SemanticSettings, embedder_for
 from kbuild.engine import Decisive, rule
 from kbuild.model import Backend
 from kbuild.store.layout import Store
@@ -59,7 +59,7 @@ def model_rule(*tasks: str, settings: Iterable[str] = (), uses: Iterable[Any] = 
     """A rule that asks the backend `tasks`: it reads the backend and those tasks' settings, and
     the meaning check's code decides its cutoff. One place declares it, so no model-backed rule
     can leave the backend's code or a task's prompts out of its fingerprint."""
-    from kbuild import meaning
+    from kbuild.checks import meaning
 
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:

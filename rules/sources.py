@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbuild.checks.secrets import without_userinfo
+from kbuild.text.secrets import without_userinfo
 from kbuild.convert import refusal
 from kbuild.engine import Context, Problem, hash_bytes, rule
-from kbuild.localstate import LocalState
+from kbuild.store.localstate import LocalState
 from kbuild.store import sources as sources_module
 from kbuild.store.fetch import meta_yml
 from kbuild.store.sources import DEFAULT_VIEWS, Listing, Source, SourcesError, parse, resolve_path

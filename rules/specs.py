@@ -1,14 +1,14 @@
 """Specs: requirements a coding agent implements, written from a view, each linked to its facts.
 
 Before a spec is written, code checks every requirement against the view statements it cites:
-its numbers, RFC 2119 keywords, code names and quoted terms must be there (kbuild.requirements).
+its numbers, RFC 2119 keywords, code names and quoted terms must be there (kbuild.text.obligations).
 """
 from __future__ import annotations
 
-from kbuild import notes
+from kbuild.notes import note as notes
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Context, Problem
-from kbuild.requirements import acceptance_failures, normative_keyword
+from kbuild.text.obligations import acceptance_failures, normative_keyword
 from kbuild.store.layout import link
 
 from .guard import unsupported_claims, write_grounded
@@ -19,7 +19,7 @@ from .views import view_parts, view_sections
 
 
 @model_rule("spec", "grounding", version=5, settings=("store", "label"),
-            uses=(unsupported, view_parts, view_sections, "kbuild.notes", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.requirements"), returns=SpecPage)
+            uses=(unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.obligations"), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))

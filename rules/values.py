@@ -21,7 +21,7 @@ class RawCopy(Value):
     ext: str
     origin: str  # its path or url
     title: str | None
-    kind: str = "document"  # or "note": Markdown with front matter (kbuild.notes)
+    kind: str = "document"  # or "note": Markdown with front matter (kbuild.notes.note)
 
 
 class SourceText(Value):
@@ -49,7 +49,7 @@ class Place(Value):
 
 
 class RegionPlace(Value):
-    """Where one of a region's chunks stands: a Chunk (kbuild.slicing) before it is named."""
+    """Where one of a region's chunks stands: a Chunk (kbuild.text.slicing) before it is named."""
 
     start: int
     end: int

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from kbuild.checks.grounding import unsupported
-from kbuild.checks.secrets import redact
+from kbuild.text.secrets import redact
 from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
-from kbuild.model.offline import is_statement, prose_sentences
+from kbuild.text.prose import is_statement, prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
-from kbuild.topic import Candidate, Passage, passages, rank
+from kbuild.retrieval.topic import Candidate, Passage, passages, rank
 
 from .cutoffs import same_section
 from .facts import VIEW_PURPOSE, chunk, fact, reading
@@ -43,7 +43,7 @@ def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[Statement]:
     return [Statement(text=facts[n]["sentences"][i], cites=[facts[n]["ref"]]) for n, i in sorted(chosen)]
 
 
-@rule(version=5, uses=("kbuild.topic", group_of))
+@rule(version=5, uses=("kbuild.retrieval.topic", group_of))
 async def fact_sentences(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
     """The prose passages of each fact of one group of a source, with the headings each sits
     under, which views on request rank, select and cite."""
@@ -65,7 +65,7 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
             uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
-                  "kbuild.checks.grounding", "kbuild.checks.secrets", "kbuild.checks.secret_kinds"),
+                  "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.secrets", "kbuild.text.secret_kinds"),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
     """One section of a view: what one group of a source's facts says to it (for a view on
@@ -125,9 +125,9 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
                    statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
 
 
-@rule(version=4, uses=("kbuild.topic", is_statement, "kbuild.checks.injection"))
+@rule(version=4, uses=("kbuild.retrieval.topic", is_statement, "kbuild.text.injection"))
 async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
-    """The sentences a requested view draws on, ranked across the whole project (kbuild.topic):
+    """The sentences a requested view draws on, ranked across the whole project (kbuild.retrieval.topic):
     statements only, never a source's instruction to a model or its markup alone."""
     listed = await ctx.query(listing(project))
     request = next(v for v in listed.views if v.name == view)

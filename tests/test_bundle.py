@@ -201,7 +201,7 @@ def test_an_import_that_fails_while_writing_leaves_the_store_as_it_was(exported,
     """The disk fills up after some files are in place: they are taken back, and the store is as before."""
     import os
 
-    from kbuild import bundle
+    from kbuild.notes import bundle
 
     before = snapshot(fresh)
     real, moves = os.replace, []

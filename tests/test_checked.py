@@ -12,7 +12,8 @@ import pytest
 from conftest import kbuild
 from test_check import KBUILDFILE, PAYMENTS, committed, git, shop
 
-from kbuild import __version__, checked
+from kbuild import __version__
+from kbuild.records import checked
 from kbuild.checks import formats
 from kbuild.checks import store as store_check
 

@@ -265,7 +265,7 @@ def test_explain_and_graph_take_page_paths_from_where_they_run(tmp_path, monkeyp
 def test_a_long_build_in_a_log_prints_plain_progress_lines(monkeypatch):
     import io
 
-    from kbuild import progress
+    from kbuild.services import progress
 
     log = io.StringIO()  # not a terminal
     monkeypatch.setattr(progress, "LINE_EVERY", 0.0)

@@ -72,7 +72,7 @@ def test_two_appends_on_one_revision_at_once_one_is_applied_and_the_other_refuse
             (shop / f"{who}.json").write_text(json.dumps({"schema": "kbuild.delta/1", "project": "shop", "actions": [
                 {"action": "append", "note": "payout", "base_revision": 1, "text": f"Appended by the {who}.",
                  "provenance": AGENT}]}))
-        answers = together(shop, "kbuild.notes.read", ["learn", "first.json"], ["learn", "second.json"])
+        answers = together(shop, "kbuild.notes.note.read", ["learn", "first.json"], ["learn", "second.json"])
         codes = sorted(a["code"] for a in answers)
         assert codes == [0, 1], (trial, answers)  # one applied; the other refused, not both accepted
         refused = next(a["output"] for a in answers if a["code"])

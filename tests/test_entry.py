@@ -11,7 +11,8 @@ import pytest
 from conftest import kbuild
 from documents import PAYMENTS, small_store
 
-from kbuild import buildfile, entry, uptodate
+from kbuild import buildfile, entry
+from kbuild.records import uptodate
 from kbuild.engine import files, layout
 
 # The command as the installed script runs it, and what it imported.

@@ -225,7 +225,7 @@ def test_the_stats_an_edit_leaves_for_the_next_command_are_those_of_the_whole_st
 
 
 def test_a_file_changed_between_the_look_and_the_build_is_built_by_the_next(project, monkeypatch):
-    from kbuild import handedits
+    from kbuild.store import handedits
 
     _aged(project)
     assert kbuild(project).exit_code == 0

@@ -219,8 +219,8 @@ CREDENTIALS = {
 
 
 def test_every_kind_of_credential_is_found_and_redacted():
-    from kbuild.checks.secret_kinds import KINDS
-    from kbuild.checks.secrets import MARKER, find_secrets, redact
+    from kbuild.text.secret_kinds import KINDS
+    from kbuild.text.secrets import MARKER, find_secrets, redact
 
     assert set(CREDENTIALS) == set(KINDS)
     for kind, (text, secret) in CREDENTIALS.items():
@@ -235,7 +235,7 @@ def test_scanning_for_secrets_leaves_requests_unimported_and_still_usable():
     import sys
 
     script = ("import sys\n"
-              "from kbuild.checks.secrets import find_secrets\n"
+              "from kbuild.text.secrets import find_secrets\n"
               "assert find_secrets('key = AKIAIOSFODNN7EXAMPLE') == ['an AWS access key']\n"
               "assert 'requests' not in sys.modules, 'a scan imported requests'\n"
               "import detect_secrets.plugins.base as base, requests\n"
@@ -256,7 +256,7 @@ def test_scanning_for_secrets_leaves_requests_unimported_and_still_usable():
     f'"password": "{PASSWORD}",',
 ])
 def test_assigned_secrets_are_found_quoted_or_not(text):
-    from kbuild.checks.secrets import find_secrets, redact
+    from kbuild.text.secrets import find_secrets, redact
 
     assert find_secrets(text), text
     assert AWS_SECRET not in redact(text) and PASSWORD not in redact(text)
@@ -283,7 +283,7 @@ def test_assigned_secrets_are_found_quoted_or_not(text):
     "Tokens like ghp_ and sk_live_ and xoxb- name the kind of key, not a key.",
 ])
 def test_ordinary_prose_and_code_are_left_alone(text):
-    from kbuild.checks.secrets import find_secrets, redact
+    from kbuild.text.secrets import find_secrets, redact
 
     assert find_secrets(text) == [] and redact(text) == text
 

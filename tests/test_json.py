@@ -10,7 +10,7 @@ import pytest
 from conftest import kbuild
 from documents import PAYMENTS, small_store
 
-from kbuild import answers
+from kbuild.services import answers
 
 REFUNDS = "kb/shop/facts/payments/refunds.md"
 DOCS = Path(__file__).parent.parent / "docs" / "json.md"

@@ -404,7 +404,7 @@ References
 
 def test_offline_rewrites_keep_code_as_code():
     """`x < y` in a code span is code: unwrapped, it would read as an HTML tag and fail the page."""
-    from kbuild.model.offline import clean
+    from kbuild.text.prose import clean
 
     assert clean("Wildcard imports (``from <module> import *``) should be **avoided**.") == \
         "Wildcard imports (`from <module> import *`) should be avoided."
@@ -413,7 +413,8 @@ def test_offline_rewrites_keep_code_as_code():
 def test_a_documents_header_of_fields_is_not_summarised_as_prose_and_email_addresses_are_no_tags():
     """A PEP's "Author: Name <mail at host>" header cut into a part of its own failed the
     summary's HTML check; its prose starts after the header."""
-    from kbuild.model.offline import clean, summarise
+    from kbuild.model.offline import summarise
+    from kbuild.text.prose import clean
 
     header = "PEP: 747\nTitle: Annotating Type Forms\nAuthor: David Foster <david at dafoster.net>\nStatus: Draft\n"
     assert clean(header + "\nType forms are values.\n", prose_only=True) == "Type forms are values."

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import kbuild, write
 
-from kbuild import uptodate
+from kbuild.records import uptodate
 from kbuild.engine import Engine, LockError, rule
 from kbuild.engine import files as engine_files
 from kbuild.engine.lockfile import lock_entries, read_lock, render_lock
@@ -283,7 +283,7 @@ def test_a_pipe_planted_as_a_shard_is_one_clear_error_not_a_hang(store: Path, tm
 
 
 def test_doctor_says_when_the_lock_nears_what_git_hosts_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbuild import doctor
+    from kbuild.services import doctor
 
     root = tmp_path / "repo"
     root.mkdir()

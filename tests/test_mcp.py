@@ -145,7 +145,7 @@ def test_without_a_kbuildfile_it_fails_in_one_line(tmp_path):
 
 
 def test_the_readme_shows_the_configuration_kbuild_init_writes(tmp_path):
-    from kbuild import scaffold
+    from kbuild.services import scaffold
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     section = readme.split("## Agents: MCP and JSON", 1)[1]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kbuild.meaning import classify, classify_text
+from kbuild.checks.meaning import classify, classify_text
 
 OLD = "A customer MUST request a refund within 30 days. See [terms](terms.md) and `refund_window`."
 

@@ -1,10 +1,10 @@
-"""Which sentences of a view a spec makes requirements of, and how it says to test them (kbuild.requirements)."""
+"""Which sentences of a view a spec makes requirements of, and how it says to test them (kbuild.text.obligations)."""
 from __future__ import annotations
 
 import pytest
 
 from kbuild.model.offline import select_requirements
-from kbuild.requirements import acceptance_failures, normative_keyword, requirement, with_lead_in
+from kbuild.text.obligations import acceptance_failures, normative_keyword, requirement, with_lead_in
 
 
 @pytest.mark.parametrize("sentence, keyword", [

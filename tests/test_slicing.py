@@ -1,4 +1,4 @@
-"""Tests of kbuild.slicing: tiling, sizes, headings, pages, sentences, fact names and,
+"""Tests of kbuild.text.slicing: tiling, sizes, headings, pages, sentences, fact names and,
 above all, stability of chunks under small edits."""
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import json
 from dataclasses import asdict
 
-from kbuild import slicing
-from kbuild.slicing import Chunk, Region, chunk_texts, fact_names, layout, region_texts, slice_region, slice_text
+from kbuild.text import slicing
+from kbuild.text.slicing import Chunk, Region, chunk_texts, fact_names, layout, region_texts, slice_region, slice_text
 from kbuild.text.sentences import sentence_spans, split_sentences
 from kbuild.text.tokens import estimate_tokens
 
@@ -364,7 +364,7 @@ def whole_text_slicing(text: str, floor: int, cap: int, headings: bool) -> list[
 @given(documents(), st.integers(2, 120), st.integers(1, 4), st.integers(5, 200), st.integers(1, 10), st.booleans(),
        st.integers(0, 2000))
 def test_regions_slice_as_the_whole_text_does(doc, floor, ratio, other_floor, other_ratio, headings, region_units):
-    """A build slices a source region by region (kbuild.slicing.layout), at the fact sizes and
+    """A build slices a source region by region (kbuild.text.slicing.layout), at the fact sizes and
     the search sections' at once: each slicing is the whole text's, whatever the other one is
     and however large the regions, and a region read back from its JSON slices the same."""
     text, _ = doc
@@ -784,11 +784,11 @@ def test_untouched_chunks_keep_their_text_and_shift_their_lines():
 
 def test_independent_of_hash_seed():
     text = _prose(21, 150, headings=True)
-    code = ("import sys; from kbuild.slicing import slice_text; "
+    code = ("import sys; from kbuild.text.slicing import slice_text; "
             "print([(c.start, c.end) for c in slice_text(sys.stdin.read(), 300, 600)])")
-    import kbuild.slicing
+    import kbuild.text.slicing
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(kbuild.slicing.__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kbuild.text.slicing.__file__)))
     outs = set()
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed,

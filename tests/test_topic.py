@@ -1,10 +1,10 @@
-"""What a view on request holds: the sentences of a project that speak to its subject (kbuild.topic)."""
+"""What a view on request holds: the sentences of a project that speak to its subject (kbuild.retrieval.topic)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from kbuild.topic import Candidate, Passage, passages, rank
+from kbuild.retrieval.topic import Candidate, Passage, passages, rank
 
 STANDARD = """# Authentication Standard
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import kbuild
 from documents import PAYMENTS, small_store
 
-from kbuild.meaning import classify_text
+from kbuild.checks.meaning import classify_text
 
 DATA = Path(__file__).resolve().parent / "data"
 

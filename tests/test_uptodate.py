@@ -7,7 +7,7 @@ import pytest
 from conftest import kbuild
 from documents import PAYMENTS, small_store
 
-from kbuild import uptodate
+from kbuild.records import uptodate
 from kbuild.engine import files
 
 MARKER = "\nPath(__file__).with_name('kbuildfile-ran').touch()\n"  # the Kbuildfile says when it runs

@@ -306,7 +306,7 @@ def test_a_view_on_request_holds_only_its_subject_and_its_spec_only_testable_req
 def test_a_role_or_link_wrapped_over_two_lines_is_no_markup_in_a_view():
     """PEP 8's ":pep:`style guidelines for the C code" / "in the C implementation of Python <7>`"
     reached every default view as markup: a role is whole only in its paragraph."""
-    from kbuild.model.offline import prose_sentences
+    from kbuild.text.prose import prose_sentences
 
     span = ("Please see the\ncompanion informational PEP describing :pep:`style guidelines for the C code\n"
             "in the C implementation of Python <7>`. See `the\nguide <https://example.org>`_ too.\n")

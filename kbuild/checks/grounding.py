@@ -16,15 +16,13 @@ import functools
 import re
 from dataclasses import dataclass
 
-from kbuild.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
-from kbuild.model.offline import STOPWORDS
-from kbuild.store.links import without_links
+from kbuild.checks.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
 from kbuild.text.keywords import KEYWORD
-from kbuild.text.markdown import ATX_MARK as HEADING
+from kbuild.text.markdown import ATX_MARK as HEADING, without_links
+from kbuild.text.prose import NUMBER, STOPWORDS
 from kbuild.text.ranking import tokens
 from kbuild.text.sentences import split_sentences
 
-NUMBER = re.compile(r"(?:(?<![\w.])|(?<=_))\d[\d,]*(?:\.\d+)?")  # "_2_" is 2 in emphasis; "v1" is no number
 # Words that turn a statement's force or truth: a rewrite that adds, drops or swaps one says
 # something else, even with every other word the source's
 FORCE = frozenset(tokens(

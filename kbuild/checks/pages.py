@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.hashing import hash_bytes
-from .injection import find_injections
+from ..text.injection import find_injections
 from .links import link_targets, missing_links
-from .secrets import find_secrets
+from ..text.secrets import find_secrets
 
 NOTE = "page_checks"  # the note: {page path: verdict}
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checked import store_files
+from ..records.inputs import store_files
 from ..engine import Change, Engine, LockError
 from ..engine.state import FileRead, Memo, flat
 from ..engine.verify import Reason
@@ -39,9 +39,12 @@ class Finding:
     line: int | None = None
 
 
-def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set[str] | None = None) -> list[Finding]:
-    """Every finding of the store; `strict` adds the notes whose evidence changed (needs-review).
-    `named` gets every file the lock says the graph read or wrote (for kbuild.checked)."""
+def check_store(engine: Engine, kb: Any | None, named: set[str] | None = None,
+                pages_read: dict[str, bytes] | None = None) -> list[Finding]:
+    """Every finding of the store's pages and graph. `named` gets every file the lock says the
+    graph read or wrote (for kbuild.records.checked); `pages_read` every page's bytes as the
+    check read them, for the notes' findings (kbuild.notes.findings) to scan without reading
+    them again."""
     root = engine.root
     grounded = set(kb.grounded_rules) if kb is not None else set()
     inspection = engine.inspect(lambda path: path.endswith(".md"))
@@ -150,9 +153,8 @@ def check_store(engine: Engine, kb: Any | None, strict: bool = False, named: set
         findings += [Finding(page, why, fix, "not-built" if why.startswith("not built") else "sources-file", page)
                      for page, why, fix in kb.unbuilt(memos.keys())]
         findings += _orphans(root, kb.store.root, set(outputs))
-        from .notes import note_findings  # here: it imports this module's Finding
-
-        findings += note_findings(root, kb.store, kb.projects(), pages, strict)
+        if pages_read is not None:
+            pages_read.update(pages)
     return _unique(findings)
 
 
@@ -167,7 +169,7 @@ def scan(pages: list[tuple[str, bool]], contents: Mapping[str, bytes], root: Pat
     if workers > 1 and size >= PARALLEL_BYTES:
         import multiprocessing
 
-        from . import secret_kinds  # noqa: F401  imported once, here, not in each process
+        from ..text import secret_kinds  # noqa: F401  imported once, here, not in each process
 
         try:
             context = multiprocessing.get_context("fork")  # the pages are inherited, not sent
@@ -237,7 +239,7 @@ def _orphans(root: Path, store_root: str, produced: set[str]) -> list[Finding]:
 
 def harness_findings(spec: Any) -> list[Finding]:
     """A harness file (AGENTS.md...) whose kbuild block is not what the build writes."""
-    from ..harness import harness_problem
+    from ..store.harness import harness_problem
 
     if spec.application is None:
         return []

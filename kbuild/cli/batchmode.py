@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def service_for(app: Application | None, state_dir: Path) -> tuple[BatchService, OpenAIBackend]:
     """The batch service of the Kbuildfile's model; one line and exit 2 when it has none."""
-    from ..localstate import LocalState
+    from ..store.localstate import LocalState
     from ..model.batches import BatchService
     from ..model.openai_backend import OpenAIBackend
 

@@ -11,14 +11,14 @@ import click
 
 from typing import TYPE_CHECKING
 
-from .. import uptodate
+from ..records import uptodate
 from . import batchmode
 from .session import FAILED, LOCKED, WAITING, WRONG, KbuildError, Session, pass_session
 
 if TYPE_CHECKING:
     from ..engine import Engine, Query, Report
     from ..engine.snapshot import StatPass
-    from ..handedits import Edits
+    from ..store.handedits import Edits
 
 
 @click.command()
@@ -59,8 +59,8 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
                 remote = ", 0 from the remote" if os.environ.get("KBUILD_CACHE_URL", "").strip() else ""
                 click.echo(f"0 ran, {settled} reused, 0 cut off, 0 failed, 0 calls (0 cached{remote}), 0.00s")
             return
-    from ..harness import update_harness
-    from ..reports import report_json
+    from ..store.harness import update_harness
+    from ..store.reports import report_json
 
     spec, engine = session.load()
     # before a rule reads them; the Kbuildfile too, which Python runs without keeping it as a module
@@ -126,9 +126,9 @@ def run_build(engine: Engine, targets: list[Query], refresh: bool, show: bool,
     """One build with its progress shown, its report saved; the engine's errors as one line each.
     `stat_pass`: what the look for hand edits just before found unchanged (Engine.build)."""
     from ..engine import BuildLocked, BuildStopped, LockError
-    from ..localstate import LocalState
-    from ..progress import Progress
-    from ..reports import save_report
+    from ..store.localstate import LocalState
+    from ..services.progress import Progress
+    from ..store.reports import save_report
 
     # The bar's total is what the recorded graph says may run: a dry run, worth its cost on a
     # terminal only (a log gets counts); a first build has no graph, and its bar counts without one.
@@ -156,7 +156,7 @@ def protect_hand_edits(engine: Engine, targets: list[Query], force: bool, comman
     """Refuse (exit 1) to build over pages edited by hand, one line each, unless `force`; the
     text of every edited page a build will overwrite is kept in .kbuild/overwritten/ first.
     The edits found, with what the look found unchanged, for the build that follows."""
-    from .. import handedits
+    from ..store import handedits
     from ..engine import BuildLocked, LockError
 
     try:
@@ -219,7 +219,7 @@ def print_plan(engine: Engine, targets: list[Query], as_json: bool) -> None:
     for qid in sorted(plan):
         click.echo(f"{qid}: {plan[qid].sentence}")
     click.echo(f"{len(plan)} queries would be checked or run (fewer run where a rebuilt value is unchanged)")
-    from ..status import dry_run_estimate  # the call log's module: only a dry run needs it
+    from ..services.status import dry_run_estimate  # the call log's module: only a dry run needs it
 
     click.echo(dry_run_estimate(engine))
 

@@ -1,5 +1,5 @@
 """`kbuild export`, `kbuild import`: a project's facts, notes and tombstones as a bundle that
-travels to another store (kbuild/bundle.py)."""
+travels to another store (kbuild/notes/bundle.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +19,8 @@ def export(session: Session, project: str, bundle: Path, with_raw: bool) -> None
 
     Example: kbuild export payments payments-bundle.tar.gz --raw
     """
-    from ..bundle import BundleError
-    from ..bundle import export as write_bundle
+    from ..notes.bundle import BundleError
+    from ..notes.bundle import export as write_bundle
 
     spec, _ = session.load()
     app = session.application(spec)
@@ -43,7 +43,7 @@ def import_command(session: Session, bundle: Path, project: str | None, dry_run:
 
     Example: kbuild import payments-bundle.tar.gz --dry-run   (then: kbuild import ... && kbuild)
     """
-    from ..bundle import BundleError, ImportFailed, apply_import, plan_import, read_bundle
+    from ..notes.bundle import BundleError, ImportFailed, apply_import, plan_import, read_bundle
     from ..store.layout import BadId, check_id
 
     spec, _ = session.load()

@@ -38,7 +38,7 @@ def cache(ctx: click.Context, session: Session, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from ..engine.callcache import entries
-    from ..localstate import LocalState
+    from ..store.localstate import LocalState
 
     spec, engine = session.load()
     found = entries(engine.cache_dir)

@@ -38,9 +38,11 @@ def check(session: Session, fmt: str, as_json: bool, strict: bool, record: bool 
 
     Example: kbuild check --format github
     """
-    from .. import __version__, checked
+    from .. import __version__
+    from ..records import checked
     from ..checks import formats
     from ..checks.store import check_store, harness_findings
+    from ..notes.findings import note_findings
 
     if as_json:
         if fmt not in ("text", "json"):
@@ -57,7 +59,11 @@ def check(session: Session, fmt: str, as_json: bool, strict: bool, record: bool 
     named: set[str] = set()
     try:
         spec, engine = session.load()
-        findings = check_store(engine, spec.application, strict, named)
+        pages: dict[str, bytes] = {}
+        kb = spec.application
+        findings = check_store(engine, kb, named, pages)
+        if kb is not None:
+            findings += note_findings(engine.root, kb.store, kb.projects(), pages, strict)
         findings += harness_findings(spec)
     except Exception as exc:  # the check itself broke: say so, and do not pass
         if session.debug and not isinstance(exc, (KbuildError, LockError)):
@@ -88,7 +94,8 @@ def check(session: Session, fmt: str, as_json: bool, strict: bool, record: bool 
 
 def _record(spec: Buildfile, engine: Engine, named: set[str], strict: bool) -> None:
     """Write kbuild.checked for the check that just passed, or say why it cannot be."""
-    from .. import __version__, checked
+    from .. import __version__
+    from ..records import checked
 
     root = os.path.realpath(engine.root)
     app = spec.application

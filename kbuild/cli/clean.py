@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..engine import BuildLocked
-from ..localstate import LocalState
+from ..store.localstate import LocalState
 from .session import LOCKED, KbuildError, Session, pass_session
 
 

@@ -17,8 +17,8 @@ def doctor(session: Session, as_json: bool) -> None:
 
     Example: kbuild doctor
     """
-    from ..answers import doctor_answer
-    from ..doctor import diagnose
+    from ..services.answers import doctor_answer
+    from ..services.doctor import diagnose
 
     findings = diagnose(session.load)
     if as_json:

@@ -24,8 +24,8 @@ def eval_command(session: Session, questions: Path, project: str | None, budgets
 
     Example: kbuild eval tests/data/retrieval-questions.json
     """
-    from ..evaluate import BUDGETS, eval_answer, evaluate, load_questions, render_report
-    from ..search import store_folder
+    from ..retrieval.evaluate import BUDGETS, eval_answer, evaluate, load_questions, render_report
+    from ..retrieval.search import store_folder
     from .lookup import by_meaning
 
     spec, engine = session.load()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from .. import scaffold
+from ..services import scaffold
 from .session import WRONG, KbuildError
 
 

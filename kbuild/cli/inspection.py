@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..graphtext import FORMATS, Format
+from ..services.graphtext import FORMATS, Format
 from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
 
@@ -28,7 +28,7 @@ def status(session: Session, as_json: bool) -> None:
     if session.settled_queries() is not None and not _has_notes(session):
         click.echo(json.dumps(up_to_date, indent=2, sort_keys=True) if as_json else "up to date: nothing would run")
         return
-    from ..status import status as read_status
+    from ..services.status import status as read_status
 
     spec, engine = session.load()
     found = read_status(engine, session.targets(spec))
@@ -57,8 +57,8 @@ def _has_notes(session: Session) -> bool:
 
 
 def _notes(spec: Buildfile) -> None:
-    """One line per note that needs review, and how many notes are candidates (kbuild.notes)."""
-    from ..notes import note_statuses
+    """One line per note that needs review, and how many notes are candidates (kbuild.notes.note)."""
+    from ..notes.note import note_statuses
 
     app = spec.application
     if app is None:
@@ -84,14 +84,14 @@ def explain(session: Session, what: str, as_json: bool) -> None:
 
     Example: kbuild explain kb/shop/facts/payments/refunds.md
     """
-    from ..status import explain as explain_query
+    from ..services.status import explain as explain_query
 
     spec, engine = session.load()
     found = explain_query(engine, session.targets(spec), session.page(spec, what))
     if found is None:
         raise KbuildError(f"{what} is neither a recorded query nor a file one wrote; `kbuild graph` lists them", WRONG)
     if as_json:
-        from ..answers import explain_answer
+        from ..services.answers import explain_answer
 
         return emit(explain_answer(found))
     click.echo(f"{found.query}  (rule {found.rule})")
@@ -125,8 +125,8 @@ def graph(session: Session, fmt: Format, no_files: bool, page: str | None) -> No
     Example: kbuild graph --format mermaid kb/shop/artifacts/views/digest.md
     """
     from ..engine import to_graph
-    from ..graphtext import around, render
-    from ..status import find_query
+    from ..services.graphtext import around, render
+    from ..services.status import find_query
 
     spec, engine = session.load()
     memos = engine.memos()
@@ -153,7 +153,7 @@ def logs(session: Session, limit: int, query: str | None, errors: bool, full: bo
     """
     from dataclasses import asdict
 
-    from ..localstate import LocalState
+    from ..store.localstate import LocalState
     from ..model.calllog import CallLog
 
     _, engine = session.load()

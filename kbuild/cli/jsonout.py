@@ -23,7 +23,7 @@ def emit(answer: dict[str, Any]) -> None:
 
 
 def _fail(message: str, exit_code: int) -> click.exceptions.Exit:
-    from ..answers import error_answer
+    from ..services.answers import error_answer
 
     emit(error_answer(message, exit_code))
     return click.exceptions.Exit(exit_code)

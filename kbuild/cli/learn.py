@@ -16,13 +16,13 @@ from ..store.writelock import editing
 
 if TYPE_CHECKING:
     from ..buildfile import Buildfile
-    from ..learning import Delta
+    from ..notes.learning import Delta
     from ..store.layout import Store
 
 
 def read_delta(text: str, where: str) -> Delta:
     """A delta from its JSON, or one line saying what is wrong with it."""
-    from ..learning import BadDelta, parse_delta
+    from ..notes.learning import BadDelta, parse_delta
 
     try:
         return parse_delta(text, where)
@@ -43,7 +43,7 @@ def learn(session: Session, delta_file: Path, dry_run: bool, as_json: bool) -> N
 
     Example: kbuild learn delta.json --dry-run   (then: kbuild learn delta.json && kbuild)
     """
-    from ..learning import DeltaRefused, learn_answer, plan_and_apply, plan_delta
+    from ..notes.learning import DeltaRefused, learn_answer, plan_and_apply, plan_delta
 
     spec, _ = session.load()
     app = session.application(spec)
@@ -131,7 +131,7 @@ def confirm(session: Session, note_id: str, by: str | None) -> None:
 
 def _confirm(root: Path, store: Store, project: str, note_id: str, who: str) -> None:
     from ..engine import atomic_write
-    from .. import notes
+    from ..notes import note as notes
 
     try:
         note = notes.read(root, store, project, note_id)
@@ -166,10 +166,10 @@ def forget(ctx: click.Context, note_id: str, by: str | None, reason: str | None)
 
     Example: kbuild forget refund-days --reason "said in error"
     """
-    from .. import notes
+    from ..notes import note as notes
     from ..engine.layout import FOLDER
-    from ..forgetting import Forgotten, Tombstone, fingerprints, purge_call_cache, write_tombstone
-    from ..localstate import LocalState
+    from ..notes.forgetting import Forgotten, Tombstone, fingerprints, purge_call_cache, write_tombstone
+    from ..store.localstate import LocalState
     from ..model.calllog import CallLog
     from ..store.sources import SourcesError, remove
     from .build import build

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from ..localstate import LocalState
+from ..store.localstate import LocalState
 from .jsonout import JsonCommand, emit, json_option
 from .session import WRONG, KbuildError, Session, pass_session
 
 if TYPE_CHECKING:
     from ..buildfile import Buildfile
-    from ..embedding import QuestionEmbedder
+    from ..retrieval.embedding import QuestionEmbedder
     from ..engine import Engine
 
 T = TypeVar("T")
@@ -24,8 +24,8 @@ def by_meaning(look: Callable[[QuestionEmbedder | None], T], spec: Buildfile, en
     """`look` up with the Kbuildfile's embedder (None when semantic ranking is off, or with
     `lexical`); an embedder that cannot work is one line and exit code 1, a project that is not
     one of the store's one line and exit code 2."""
-    from ..embedding import EmbeddingError
-    from ..search import UnknownProject, question_embedder
+    from ..retrieval.embedding import EmbeddingError
+    from ..retrieval.search import UnknownProject, question_embedder
 
     try:
         return look(None if lexical else question_embedder(spec, engine))
@@ -49,9 +49,9 @@ def search_command(session: Session, query: str | None, project: str | None, lim
 
     Example: kbuild search "how long do refunds take" --open
     """
-    from ..answers import misses_answer, search_answer
-    from ..search import log_lookup, search, store_folder
-    from ..search import misses as logged_misses
+    from ..services.answers import misses_answer, search_answer
+    from ..retrieval.search import log_lookup, search, store_folder
+    from ..retrieval.search import misses as logged_misses
 
     spec, engine = session.load()
     lookups = LocalState(engine.state_dir).lookups
@@ -99,8 +99,8 @@ def context(session: Session, question: str, project: str | None, budget: int, t
 
     Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
     """
-    from ..answers import context_answer
-    from ..search import compose, log_lookup, render_context, store_folder
+    from ..services.answers import context_answer
+    from ..retrieval.search import compose, log_lookup, render_context, store_folder
 
     spec, engine = session.load()
     kept, summarised, lines = by_meaning(
@@ -126,8 +126,8 @@ def show(session: Session, path: Path, as_json: bool) -> None:
 
     Example: kbuild show kb/shop/facts/payments/index.md
     """
-    from ..answers import show_answer
-    from ..browse import NotAPage, open_page
+    from ..services.answers import show_answer
+    from ..services.browse import NotAPage, open_page
 
     spec, _ = session.load()
     try:

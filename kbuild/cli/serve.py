@@ -20,7 +20,7 @@ def mcp(session: Session, allow_learn: bool) -> None:
     Example: kbuild -C myproject mcp
     """
     try:
-        from ..mcp_server import StoreError, serve
+        from ..services.mcp_server import StoreError, serve
     except ImportError as exc:  # the SDK is a dependency; a broken install says so in one line
         raise KbuildError(f"the MCP server needs the `mcp` package ({exc}); `pip install mcp`", FAILED) from None
     try:

@@ -63,7 +63,7 @@ class Session:
 
     def settled_queries(self) -> int | None:
         """How many queries the last build left settled, when nothing changed since (kbuild.uptodate)."""
-        from .. import uptodate
+        from ..records import uptodate
         from ..engine.layout import FOLDER
 
         path = self.kbuildfile()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..checks.secrets import without_userinfo
+from ..text.secrets import without_userinfo
 from ..store.layout import BadId, check_id
 from .session import WRONG, KbuildError, Session, pass_session
 

@@ -5,8 +5,8 @@ import click
 
 from ..buildfile import Buildfile
 from ..engine import BuildLocked, BuildStopped, Engine, LockError
-from ..localstate import LocalState
-from ..reports import save_report
+from ..store.localstate import LocalState
+from ..store.reports import save_report
 from .build import print_failures, protect_hand_edits
 from .session import KbuildError, Session, pass_session
 
@@ -23,7 +23,7 @@ def watch(session: Session, debounce: int, settle: int, force: bool = False) -> 
 
     Example: kbuild watch   (edit a source in another window; Ctrl-C stops)
     """
-    from ..watch import watch as run_watch
+    from ..services.watch import watch as run_watch
 
     first, _ = session.load()  # a Kbuildfile that does not load at the start is an error, as for a build
     last: list[tuple[Buildfile, Engine]] = []  # the Kbuildfile as the newest build loaded it

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..localstate import LocalState
+from ..store.localstate import LocalState
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[Migration] = []  # migration n is MIGRATIONS[n - 1]

@@ -1,15 +1,12 @@
 """How to reach a model: Kbuildfile.py first, then the environment, then the offline backend.
 
-kbuild's two backends are registered here as a plug-in (kbuild.plugins), on the hook an installed
-plug-in uses to add its own, which a Kbuildfile names with `model={"backend": NAME}`."""
+Settings only: which backend they choose is kbuild.model.choice's, and kbuild's own backends
+register themselves in kbuild.model.builtin."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ..plugins import RegisterBackend, hookimpl
+from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -80,51 +77,3 @@ class ModelSettings(BaseModel):
         if self.api_key or self.base_url:
             return None
         return f"the model {self.model} needs OPENAI_API_KEY, which is not set: set it (or OPENAI_BASE_URL for a server)"
-
-
-def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
-    """The backend the settings name, else the OpenAI-compatible one when a key, a base URL or a
-    model is named, else the offline one, with a notice that a build prints (not every command
-    that reads the Kbuildfile)."""
-    from ..plugins import one_line, registry
-
-    try:
-        given = settings if isinstance(settings, ModelSettings) else ModelSettings(**(settings or {}))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"model settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    name = given.backend or ("openai" if given.asks_for_a_model() else "offline")
-    found = registry().backend(name)
-    if found is None:
-        known = ", ".join(sorted(registry().backends))
-        raise ValueError(f"model settings: backend {name!r} is not registered by kbuild or an installed plug-in "
-                         f"(registered: {known}); install the plug-in that provides it (`kbuild plugins` lists them)")
-    try:
-        backend = found.factory(given)
-    except Exception as exc:
-        if found.plugin.builtin:
-            raise
-        raise ValueError(f"model settings: backend {name!r} of the plug-in {found.plugin.label} could not start "
-                         f"({one_line(exc)}); fix its settings, or upgrade the plug-in") from None
-    if given.backend is None and name == "offline":
-        backend.notice = ("no model configured (OPENAI_API_KEY, OPENAI_BASE_URL or KBUILD_MODEL): using the offline "
-                          "backend, which writes extractive pages")
-    return backend
-
-
-def _offline(settings: ModelSettings) -> Any:
-    from .offline import OfflineBackend
-
-    return OfflineBackend()
-
-
-def _openai(settings: ModelSettings) -> Any:
-    from .openai_backend import OpenAIBackend  # the openai package takes 0.8 s to import
-
-    return OpenAIBackend(settings.resolved())
-
-
-@hookimpl
-def register_backends(register: RegisterBackend) -> None:
-    register("offline", _offline)
-    register("openai", _openai)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlparse
 
-from ..checks.secrets import without_userinfo
+from ..text.secrets import without_userinfo
 from ..convert import refusal
 from ..engine.files import atomic_write
 from ..engine.hashing import hash_bytes

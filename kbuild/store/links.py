@@ -19,19 +19,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Collection
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
+from ..text.markdown import LINK_OR_CODE
 from .layout import link
 
 WEB = ("http", "https")
-# A link or image: its words, its target and optional title; or code, which holds no links.
-# The link part matches what kbuild.checks.links reads as a link.
-_PART = re.compile(
-    r"(?P<code>^(?P<fence>```|~~~).*?^(?P=fence)|(?<!\\)`[^`\n]*`)"
-    r"|(?<!\\)!?(?<!\\)\[(?P<words>(?:[^\]\\]|\\.)*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)",
-    re.S | re.M,
-)
 
 
 def rewrite_source_links(text: str, origin: str, page: str, sources: dict[str, str], own: set[str]) -> str:
@@ -70,7 +63,7 @@ def rewrite_source_links(text: str, origin: str, page: str, sources: dict[str, s
         start, end = match.span("target")
         return whole[: start - match.start()] + target + whole[end - match.start():]
 
-    return _PART.sub(replace, text)
+    return LINK_OR_CODE.sub(replace, text)
 
 
 def needs_sources(text: str, own: set[str]) -> bool:
@@ -78,20 +71,8 @@ def needs_sources(text: str, own: set[str]) -> bool:
     have none, and they are not converted again when another source is added or moved."""
     if "](" not in text:  # every link and image has it; a search for it is a scan in C, not the regex's walk
         return False
-    targets = (m.group("target") for m in _PART.finditer(text) if not m.group("code"))
+    targets = (m.group("target") for m in LINK_OR_CODE.finditer(text) if not m.group("code"))
     return any(not t.startswith("#") and t.split("#", 1)[0] not in own for t in targets)
-
-
-def without_links(text: str, targets: Collection[str] | None = None) -> str:
-    """`text` with each link and image outside code (or each that leads to one of `targets`)
-    replaced by its words: for a line that will stand in pages at other depths of the store (a
-    summary), where no relative link can hold, or for a link that leads nowhere."""
-    def words(match: re.Match[str]) -> str:
-        if match.group("code") or (targets is not None and match.group("target") not in targets):
-            return match.group(0)
-        return match.group("words")
-
-    return _PART.sub(words, text)
 
 
 def _is_url(origin: str) -> bool:

@@ -28,7 +28,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from ..checks.secrets import without_userinfo
+from ..text.secrets import without_userinfo
 from ..convert import limits
 from ..engine.files import atomic_write
 from ..text.slugs import slug

@@ -3,7 +3,7 @@ text, inline HTML as its Markdown meaning, and, for text that stands where no li
 line of an index, a summary), links as their words.
 
 The converter writes a document's paragraphs back with it (kbuild.convert.markdown), the
-offline backend takes a sentence's words with it, and the guards clean what a model wrote with
+prose reading (kbuild.text.prose) takes a sentence's words with it, and the guards clean what a model wrote with
 it: one reading of Markdown for all three.
 """
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -176,3 +177,24 @@ def live_html(text: str) -> list[str]:
             found.append(token.content.strip())
         found += [child.content for child in token.children or () if child.type == "html_inline"]
     return found
+
+
+# A link or image: its words, its target and optional title; or code, which holds no links.
+# The link part matches what kbuild.checks.links reads as a link.
+LINK_OR_CODE = re.compile(
+    r"(?P<code>^(?P<fence>```|~~~).*?^(?P=fence)|(?<!\\)`[^`\n]*`)"
+    r"|(?<!\\)!?(?<!\\)\[(?P<words>(?:[^\]\\]|\\.)*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)",
+    re.S | re.M,
+)
+
+
+def without_links(text: str, targets: Collection[str] | None = None) -> str:
+    """`text` with each link and image outside code (or each that leads to one of `targets`)
+    replaced by its words: for a line that will stand in pages at other depths of the store (a
+    summary), where no relative link can hold, or for a link that leads nowhere."""
+    def words(match: re.Match[str]) -> str:
+        if match.group("code") or (targets is not None and match.group("target") not in targets):
+            return match.group(0)
+        return match.group("words")
+
+    return LINK_OR_CODE.sub(words, text)

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .text.ranking import SectionIndex, query_terms, rank
-from .text.tokens import estimate_tokens
-from .store.pages import rewritten_part
+from ..text.ranking import SectionIndex, query_terms, rank
+from ..text.tokens import estimate_tokens
+from ..store.pages import rewritten_part
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .buildfile import Buildfile
+    from ..buildfile import Buildfile
     from .embedding import QuestionEmbedder
-    from .engine import Engine
+    from ..engine import Engine
 
 ENTRY = re.compile(r"^- \[([^\]]+)\]\(([^)]+)\)(.*)$")
 
@@ -326,9 +326,9 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     the "Also relevant" heading and every line under it). Every link is a path from the
     repository root. Deterministic. With an `embedder`, sections are ranked by words and meaning
     fused, and the trace gives each one's place in both. A note that was superseded or withdrawn
-    (kbuild.notes) is left out, its successor speaking for it, unless `history` asks for the
+    (kbuild.notes.note) is left out, its successor speaking for it, unless `history` asks for the
     whole chain. Returns (kept, summarised, trace lines)."""
-    from .notes import retired
+    from ..notes.note import retired
 
     candidates = candidates or max(40, budget // 100)  # enough sections to fill the budget, a few hundred tokens each
     old = {} if history else retired(store)

@@ -37,12 +37,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from . import __version__, notes
-from .engine.files import TEMP_SUFFIX, OutputArea, PathEscapesRoot
+from .. import __version__
+from . import note as notes
+from ..engine.files import TEMP_SUFFIX, OutputArea, PathEscapesRoot
 from .forgetting import Tombstone, tombstones, write_tombstone
-from .notes import Note
-from .store.layout import BadId, Store, check_id
-from .store.sources import Source
+from .note import Note
+from ..store.layout import BadId, Store, check_id
+from ..store.sources import Source
 
 SCHEMA = "kbuild.bundle/1"
 IMPORTED = "imported"  # kb/PROJECT/imported/: raw copies a bundle brought, listed by path
@@ -92,15 +93,15 @@ class Manifest(BaseModel):
 
 
 def _hash(data: bytes) -> str:
-    from .engine import hash_bytes
+    from ..engine import hash_bytes
 
     return hash_bytes(data)
 
 
 def export(root: Path, store: Store, project: str, dest: Path, with_raw: bool = False) -> Manifest:
     """Write the bundle of `project` to `dest` (a folder that must not exist, or NAME.tar.gz)."""
-    from .checks.secrets import find_secrets
-    from .store.sources import SourcesError, parse
+    from ..text.secrets import find_secrets
+    from ..store.sources import SourcesError, parse
 
     sources_file = root / store.sources_file(project)
     if not sources_file.is_file():
@@ -229,7 +230,7 @@ def _check_sources(described: list[SourceDescription], files: dict[str, bytes]) 
     """Every source the bundle describes: an id `kbuild add` takes, listed once, an extension a
     copy keeps, a path that stays inside a project, a url the fetcher takes, its copy where
     `export` puts it."""
-    from .store.sources import check_url
+    from ..store.sources import check_url
 
     seen: set[str] = set()
     for d in described:
@@ -297,7 +298,7 @@ def _read_tombstones(files: dict[str, bytes]) -> list[Tombstone]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    from .store.sources import one_line
+    from ..store.sources import one_line
 
     try:
         entries = YAML(typ="safe", pure=True).load(files["tombstones.yml"].decode("utf-8")) or []
@@ -384,7 +385,7 @@ def plan_import(root: Path, store: Store, bundle: Bundle, project: str | None = 
 
 def _plan_import(root: Path, store: Store, bundle: Bundle, project: str | None) -> ImportPlan:
     from .learning import DeltaRefused, check_arriving
-    from .store.sources import SourcesError, parse, resolve_path
+    from ..store.sources import SourcesError, parse, resolve_path
 
     project = project or bundle.manifest.project
     plan = ImportPlan(project=project)
@@ -498,8 +499,8 @@ def apply_import(root: Path, store: Store, plan: ImportPlan) -> None:
     project's folder (on the same file system), then each moved into place; when a move fails,
     the ones before it are taken back. ImportFailed, or BundleError when sources.yml changed
     meanwhile or a path leads out of the project's folder."""
-    from .store.sources import SourcesError
-    from .store.writelock import editing
+    from ..store.sources import SourcesError
+    from ..store.writelock import editing
 
     area = _area(root, store, plan.project)
     try:
@@ -531,8 +532,8 @@ def _stage(root: Path, store: Store, plan: ImportPlan, staging: Path) -> list[st
     """Write every file the plan changes below `staging`, at its path from the root: the notes and
     copies it brings, sources.yml with its entries added, tombstones.yml with its tombstones.
     The paths written."""
-    from .engine import atomic_write
-    from .store.sources import NEW_PROJECT, add
+    from ..engine import atomic_write
+    from ..store.sources import NEW_PROJECT, add
 
     for path, data in plan.writes.items():
         atomic_write(staging / path, data)

@@ -2,7 +2,7 @@
 OpenAI-compatible `/embeddings` endpoint.
 
 The build embeds every section of the search index (rules/search_vectors.py) and a question is
-embedded when it is asked (kbuild/search.py), by the same embedder, so the two are comparable.
+embedded when it is asked (kbuild/retrieval/search.py), by the same embedder, so the two are comparable.
 Vectors are float32, normalised to length 1: a cosine is a dot product.
 
 An endpoint's vectors go through the call cache one input at a time (the request holds the
@@ -48,7 +48,7 @@ class SemanticSettings(BaseModel):
     api_key: str | None = None
     batch_size: int = Field(256, gt=0, le=MAX_INPUTS)  # inputs per /embeddings request
     # the sections nearest in meaning that join the fusion with the words' ranking, per index: 10
-    # for a small static model, whose order further down is noise (kbuild/search.py); a strong
+    # for a small static model, whose order further down is noise (kbuild/retrieval/search.py); a strong
     # model may take more. Read when a question is asked, so changing it rebuilds nothing.
     depth: int = Field(10, gt=0)
     timeout: float = Field(60.0, gt=0)
@@ -174,7 +174,7 @@ class EndpointEmbedder:
     async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray:
         if not texts:
             return normalised([[0.0]])[:0]
-        from .model.calllog import CallLog
+        from ..model.calllog import CallLog
 
         log = CallLog.for_root(calls.state_dir)
         sent = 0
@@ -261,7 +261,7 @@ class _LookupCalls:
 
     async def call_many(self, requests: Sequence[Mapping[str, Any]],
                         compute_many: Callable[[list[Mapping[str, Any]]], Awaitable[list[Any]]]) -> list[Any]:
-        from .engine import CallCache
+        from ..engine import CallCache
 
         return await CallCache(self.cache_dir, 1).call_many(requests, compute_many)
 

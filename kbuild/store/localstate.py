@@ -11,8 +11,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine.buildlock import BuildLock
-from .engine.layout import StateFolder
+from ..engine.buildlock import BuildLock
+from ..engine.layout import StateFolder
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class LocalState(StateFolder):
 
     @property
     def lookups(self) -> Path:
-        """Every search and context request, with what it found (kbuild.search)."""
+        """Every search and context request, with what it found (kbuild.retrieval.search)."""
         return self.path / "lookups.jsonl"
 
     @property
@@ -41,7 +41,7 @@ class LocalState(StateFolder):
 
     @property
     def reports(self) -> Path:
-        """The newest build reports, for `kbuild explain` (kbuild.reports)."""
+        """The newest build reports, for `kbuild explain` (kbuild.store.reports)."""
         return self.path / "reports"
 
     def clear(self, keep_cache: bool) -> None:

@@ -4,7 +4,7 @@ A source's text reaches a model only inside <source> tags, with the system promp
 nothing there is an instruction (kbuild.model.openai_backend.untrusted). A note written back by
 an agent is checked before it is stored as well, since its writer may have copied it from a web
 page or a tool's output: such a note is refused with the line it holds, for its writer to fix.
-A sentence that is one is never a summary or a view's statement (kbuild.model.offline), and
+A sentence that is one is never a summary or a view's statement (kbuild.text.prose), and
 `kbuild check` fails a page in kbuild's own voice (an index, a view, a spec) that holds one.
 """
 from __future__ import annotations

@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 import watchfiles
 
-from .engine.files import TEMP_SUFFIX
-from .engine.hashing import hash_bytes
-from .engine.layout import FOLDER, LOCK_FILE
+from ..engine.files import TEMP_SUFFIX
+from ..engine.hashing import hash_bytes
+from ..engine.layout import FOLDER, LOCK_FILE
 
 IGNORED_DIRS = {FOLDER, ".git", "__pycache__", ".hypothesis", ".pytest_cache", "node_modules", ".venv"}
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .buildfile import FILENAME
-from .engine.files import TEMP_SUFFIX
-from .engine.layout import FOLDER
+from ..buildfile import FILENAME
+from ..engine.files import TEMP_SUFFIX
+from ..engine.layout import FOLDER
 
 KBUILDFILE = '''"""The build file of this knowledge base: `kbuild` runs it.
 

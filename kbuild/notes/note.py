@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from .store.layout import Store, check_id
+from ..store.layout import Store, check_id
 
 Status = Literal["candidate", "confirmed", "superseded", "withdrawn"]
 Origin = Literal["user", "agent", "meeting", "tool", "web"]
@@ -170,7 +170,7 @@ def project_notes(root: Path, store: Store, project: str) -> dict[str, Note]:
 
 def file_hash(path: Path) -> str:
     """A file's hash as the engine takes it ("absent" for a missing file)."""
-    from .engine import hash_bytes
+    from ..engine import hash_bytes
 
     try:
         return hash_bytes(path.read_bytes())
@@ -227,7 +227,7 @@ def unlink_forgotten(root: Path, store: Store, project: str, forgotten: str, by:
     """Take a forgotten note out of the chains it was in: a note it superseded is current again
     (a candidate: what replaced it is gone, so it is re-read before it is relied on), and a note
     that superseded it no longer names it. The ids of the notes changed, each one revision on."""
-    from .engine import atomic_write
+    from ..engine import atomic_write
 
     changed = []
     for note_id, note in project_notes(root, store, project).items():

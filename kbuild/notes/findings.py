@@ -1,14 +1,15 @@
-"""`kbuild check` over notes (kbuild.notes): a note that does not parse, a note whose evidence
-changed (with --strict), and a page that still carries a forgotten note's words."""
+"""`kbuild check` over notes: a note that does not parse, a note whose evidence changed (with
+--strict), and a page that still carries a forgotten note's words. kbuild.cli.check hands in
+the pages the store's check read (kbuild.checks.store), which knows nothing of notes."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..forgetting import Forgotten, all_tombstones
-from ..notes import NoteError, changed_evidence, effective_status, parse
+from ..checks.store import Finding
 from ..store.layout import Store
-from .store import Finding
+from .forgetting import Forgotten, all_tombstones
+from .note import NoteError, changed_evidence, effective_status, parse
 
 
 def note_findings(root: Path, store: Store, projects: Iterable[str], pages: Mapping[str, bytes],

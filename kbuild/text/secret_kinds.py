@@ -3,7 +3,7 @@
 Detection is detect-secrets' own plugins (their patterns and, for JWTs and private keys, their
 checks). Their verification is never called: it sends the secret to the provider's API. The
 shapes that detect-secrets 1.5 does not know are our own patterns, each saying what it adds.
-Imported only when a text is scanned (kbuild.checks.secrets): the plugins take about 50 ms.
+Imported only when a text is scanned (kbuild.text.secrets): the plugins take about 50 ms.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class _ImportedOnUse(types.ModuleType):
 
 # detect-secrets imports requests for its verification, which kbuild never calls: 95 of the
 # 145 ms its plugins took to import, paid by every build that converts a source (python -X
-# importtime -c "import kbuild.checks.secret_kinds"). While they are
+# importtime -c "import kbuild.text.secret_kinds"). While they are
 # imported, `requests` is a stand-in, which a release that does use it at import turns into
 # the real one.
 _absent = "requests" not in sys.modules

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from ruamel.yaml import YAML
 
-from .store.layout import Store
+from ..store.layout import Store
 
 WORD = re.compile(r"\w+")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -43,7 +43,7 @@ class Tombstone(BaseModel):
 
 
 def _hash(words: list[str]) -> str:
-    from .engine import hash_bytes
+    from ..engine import hash_bytes
 
     return hash_bytes(" ".join(words).encode())
 
@@ -106,7 +106,7 @@ def all_tombstones(root: Path, store: Store, projects: Iterable[str]) -> dict[st
 
 
 def write_tombstone(root: Path, store: Store, project: str, tombstone: Tombstone) -> None:
-    from .engine import atomic_write
+    from ..engine import atomic_write
 
     kept = [t for t in tombstones(root, store, project) if t.id != tombstone.id] + [tombstone]
     out = io.StringIO()

@@ -26,6 +26,8 @@ import sys
 
 import xxhash
 
+from .inputs import loaded_modules, loaded_packages, store_files
+
 RECORD = "kbuild.checked"
 FORMAT = "kbuild.checked 1"
 HEADER = "# `kbuild check --record` wrote this after a check that found nothing: commit it (docs/ci.md)"
@@ -61,42 +63,13 @@ def file_hash(path: str) -> str | None:
 
 
 def environment() -> str:
-    """The hash of what chooses the model (kbuild.model.settings): the model and the server
+    """The hash of what chooses the model (kbuild.model.settings, kbuild.model.choice): the model and the server
     named, and whether a key is set when neither is, since a key alone asks for the default
     model. Not the key itself, which CI does not have, nor the cache folders, which CI sets to
     its own."""
     model, server = os.environ.get("KBUILD_MODEL", ""), os.environ.get("OPENAI_BASE_URL", "")
     key = "" if model or server else str(bool(os.environ.get("OPENAI_API_KEY")))
     return xxhash.xxh3_128_hexdigest("\0".join((model, server, key)).encode())
-
-
-def store_files(root: str, folder: str, partial: bool = False) -> dict[str, bool] | None:
-    """Every regular file and symlink under `folder` (from `root`; "" for the root itself), path
-    from the root -> whether it is a symlink; symlinked folders are not entered. None when a
-    folder cannot be listed, unless `partial`: then what can be. os.scandir on strings, not
-    Path.rglob (part of a fresh clone's check going from 1.27 s to 0.99 s at 4,132 facts,
-    `python benchmarks/commands.py --facts 4940`)."""
-    found: dict[str, bool] = {}
-    stack = [folder]
-    while stack:
-        rel = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, rel)))
-        except FileNotFoundError:
-            continue
-        except OSError:
-            if partial:
-                continue
-            return None
-        for entry in entries:
-            path = f"{rel}/{entry.name}" if rel else entry.name
-            if entry.is_symlink():
-                found[path] = True
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append(path)
-            elif entry.is_file(follow_symlinks=False):
-                found[path] = False
-    return found
 
 
 def code_place(path: str, root: str, packages: dict[str, str]) -> str | None:
@@ -145,20 +118,10 @@ def _package_folder(name: str) -> str | None:
     return None
 
 
-def loaded_packages() -> dict[str, str]:
-    """kbuild and its subpackages loaded in this process -> their folders. Not a subpackage's
-    own subpackages: their files are named from the folder of the one they are in."""
-    return {name: os.path.realpath(os.path.dirname(module.__file__)) for name, module in list(sys.modules.items())
-            if (name == "kbuild" or (name.startswith("kbuild.") and name.count(".") == 1))
-            and getattr(module, "__path__", None) and getattr(module, "__file__", None)}
-
-
 def loaded_code(root: str, extra: list[str]) -> dict[str, str] | None:
     """The place and hash of each module loaded in this process from kbuild or from under
     `root`, and of `extra` (the Kbuildfile, the rules' prompts); None when one of `extra` is
     elsewhere, where the record could not follow it."""
-    from .uptodate import loaded_modules  # here, not at the top: the check that reads a record needs no json
-
     packages = loaded_packages()
     chosen = {path: place for path in loaded_modules() if (place := code_place(path, root, packages)) is not None}
     for path in map(os.path.realpath, extra):

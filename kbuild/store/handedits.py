@@ -18,8 +18,8 @@ from .localstate import LocalState
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .engine import Engine, Query
-    from .engine.snapshot import StatPass
+    from ..engine import Engine, Query
+    from ..engine.snapshot import StatPass
 
 _MARKERS = (b"<<<<<<< ", b">>>>>>> ")
 

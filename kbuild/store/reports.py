@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .engine import Report
-from .engine.files import atomic_write
+from ..engine import Report
+from ..engine.files import atomic_write
 from .localstate import LocalState
 
 KEPT = 50  # the newest reports; older ones go at each save

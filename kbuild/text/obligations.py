@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kbuild.checks.grounding import KEYWORD, NUMBER
-from kbuild.text.keywords import KEYWORDS
-from kbuild.model.offline import STOPWORDS
+from .keywords import KEYWORD, KEYWORDS
+from .prose import NUMBER, STOPWORDS
 
 # a keyword in quotes or code marks is named, not used: 'the key word "SHOULD" ...'
 NAMED_KEYWORD = re.compile(r"[\"'`\u201c\u2018]\s*" + KEYWORD.pattern + r"\s*[\"'`\u201d\u2019]")

@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from . import __version__, checked
-from .application import Application
-from .buildfile import Buildfile
-from .engine import Engine, LockError
-from .engine.layout import FOLDER
-from .engine.state import damage
-from .embedding import installed
-from .model import Backend, ModelSettings
-from .store.sources import SourcesError, parse
+from .. import __version__
+from ..records import checked
+from ..application import Application
+from ..buildfile import Buildfile
+from ..engine import Engine, LockError
+from ..engine.layout import FOLDER
+from ..engine.state import damage
+from ..retrieval.embedding import installed
+from ..model import Backend, ModelSettings
+from ..store.sources import SourcesError, parse
 
 if TYPE_CHECKING:
-    from .embedding import SemanticSettings
+    from ..retrieval.embedding import SemanticSettings
 
 Status = Literal["PASS", "WARN", "FAIL"]
 
@@ -92,7 +93,7 @@ def _semantic(settings: SemanticSettings | None) -> Finding:
     """Whether search ranks by meaning as well as by words, and whether its embedder can work."""
     if settings is None:
         return Finding("PASS", "semantic ranking: off (search ranks by words; `semantic=` in the Kbuildfile turns it on)")
-    from .embedding import EmbeddingError, embedder_for
+    from ..retrieval.embedding import EmbeddingError, embedder_for
 
     embedder = embedder_for(settings)
     try:
@@ -224,7 +225,7 @@ def _lock_findings(engine: Engine) -> list[Finding]:
     try:
         files = [(file, len(memos)) for file, memos in lock.read()]
     except LockError as exc:
-        from .engine.lockfile import conflict_remedy
+        from ..engine.lockfile import conflict_remedy
 
         return [Finding("FAIL", str(exc), conflict_remedy())]
     if lock.split:  # a store split after `kbuild init` wrote .gitattributes has no line for the shards

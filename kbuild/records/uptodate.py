@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 import xxhash
+
+from .inputs import inside, loaded_modules, loaded_packages
 
 TYPE_CHECKING = False  # typing's own, without importing typing (type checkers take this spelling)
 if TYPE_CHECKING:
@@ -71,36 +72,16 @@ def code_stats(root: Path, extra: list[Path]) -> dict[str, Stat] | None:
     """The stat of every module loaded from under `root` or from kbuild's packages, and of `extra`
     (the rules' prompt files), taken now: before a rule reads them, so an edit made during the
     build shows as a change next time. None when one changed too recently to trust its stat."""
-    from .checked import loaded_packages  # kbuild's packages wherever installed: an editable
-    # install puts kbuild.rules in the checkout's rules/, apart from kbuild/
-
+    # kbuild's packages wherever installed: an editable install puts kbuild.rules in the
+    # checkout's rules/, apart from kbuild/
     folders = [os.path.realpath(root), *loaded_packages().values()]
-    chosen = sorted(p for p in loaded_modules() if any(_inside(p, folder) for folder in folders))
+    chosen = sorted(p for p in loaded_modules() if any(inside(p, folder) for folder in folders))
     chosen += sorted(os.path.realpath(p) for p in extra)
     stats = {p: s for p in chosen if (s := stat_of(p)) is not None}
     now = time.time_ns()
     if any(now - s[1] < RACY_NS for s in stats.values()):
         return None
     return stats
-
-
-def loaded_modules() -> set[str]:
-    """The real path of every Python file loaded as a module in this process. Each folder is
-    resolved once, not each of the hundreds of modules' paths (Path.resolve walks every
-    component of each); a file that is itself a symlink is still resolved whole."""
-    folders: dict[str, str] = {}
-    paths = set()
-    for module in list(sys.modules.values()):
-        if (file := getattr(module, "__file__", None)) and file.endswith(".py"):
-            folder, name = os.path.split(file)
-            if folder not in folders:
-                folders[folder] = os.path.realpath(folder)
-            paths.add(os.path.realpath(file) if os.path.islink(file) else os.path.join(folders[folder], name))
-    return paths
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def listing(root: str | Path, pattern: str) -> list[str]:

@@ -1,9 +1,9 @@
 """`kbuild mcp`: the store served to MCP clients (Claude Code, Cursor, Copilot...) over stdio.
 
 Tools `search`, `context`, `show`, `status` and `explain`, and a resource for every page of the
-store (the root index first); `learn` (a delta of notes, kbuild.learning) only when the server
+store (the root index first); `learn` (a delta of notes, kbuild.notes.learning) only when the server
 is started with `--allow-learn`. Each tool answers with the JSON its command prints with `--json`
-(kbuild/answers.py, docs/json.md), built by the same functions. Read-only unless learning is
+(kbuild/services/answers.py, docs/json.md), built by the same functions. Read-only unless learning is
 allowed, and even then it writes notes only: the server never
 starts a build and writes nothing (not even the lookup log `kbuild search` keeps); a client
 that wants fresh pages runs `kbuild` itself. Pages are named by their path relative to the
@@ -21,8 +21,8 @@ from pydantic import Field
 from . import answers
 from .answers import Answer
 from .browse import NotAPage, open_page
-from .search import UnknownProject, compose, question_embedder, render_context, search, store_folder
-from .store.layout import Store as StoreLayout
+from ..retrieval.search import UnknownProject, compose, question_embedder, render_context, search, store_folder
+from ..store.layout import Store as StoreLayout
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import Resource
 
-    from .buildfile import Buildfile
-    from .cli.session import Session
+    from ..buildfile import Buildfile
+    from ..cli.session import Session
 
 SCHEME = "kbuild://"
 
@@ -71,7 +71,7 @@ class Store:
         self.embedder = question_embedder(self.spec, engine)  # None: ranked by words only
 
     def _load(self) -> tuple[Buildfile, Any]:
-        from .cli.session import KbuildError
+        from ..cli.session import KbuildError
 
         # a Kbuildfile that prints must not write into the protocol's stdout
         with contextlib.redirect_stdout(sys.stderr):
@@ -82,8 +82,8 @@ class Store:
 
     def _by_meaning(self, look: Callable[[], T]) -> T:
         """`look` up; an embedder that cannot work, or a project that is not one of the store's
-        (`../..`, a path: kbuild.search reads nothing outside the store), is one message."""
-        from .embedding import EmbeddingError
+        (`../..`, a path: kbuild.retrieval.search reads nothing outside the store), is one message."""
+        from ..retrieval.embedding import EmbeddingError
 
         try:
             return look()
@@ -148,11 +148,11 @@ class Store:
         return answers.explain_answer(found)
 
     def learn(self, delta: dict[str, Any], dry_run: bool = False) -> Answer:
-        """A delta applied to the notes (kbuild.learning), as `kbuild learn` applies it; refused
+        """A delta applied to the notes (kbuild.notes.learning), as `kbuild learn` applies it; refused
         whole, with the note's current text, when it was written against another revision."""
         import json
 
-        from .learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
+        from ..notes.learning import BadDelta, DeltaRefused, learn_answer, parse_delta, plan_and_apply, plan_delta
 
         app = self.spec.application
         if app is None:
@@ -169,7 +169,7 @@ class Store:
         return learn_answer(plan, not dry_run)
 
     def _targets(self, spec: Buildfile) -> list[Any]:
-        from .cli.session import KbuildError
+        from ..cli.session import KbuildError
 
         try:
             return self.session.targets(spec)
@@ -195,7 +195,7 @@ def server(store: Store, allow_learn: bool = False) -> MCPServer:
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
     from mcp_types import Resource, ToolAnnotations
 
-    from . import __version__
+    from .. import __version__
 
     class StoreServer(MCPServer):
         """Resources listed from the store at every request, so they follow the builds."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .engine import Change, Engine, FileRead, Memo, Query, Reason, Rule, to_graph
-from .localstate import LocalState
-from .model.calllog import CallLog
-from .reports import LastRun, last_run
+from ..engine import Change, Engine, FileRead, Memo, Query, Reason, Rule, to_graph
+from ..store.localstate import LocalState
+from ..model.calllog import CallLog
+from ..store.reports import LastRun, last_run
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ def status(engine: Engine, targets: list[Query]) -> Status:
 
 def is_hand_edit(engine: Engine, memo: Memo, path: str) -> bool:
     """Whether an output that differs from its memo is a person's edit, which a build refuses to
-    overwrite (kbuild.handedits): there, not written by a merge, without conflict markers."""
-    from .engine.lockmerge import STALE_FINGERPRINT
-    from .handedits import has_conflict_markers
+    overwrite (kbuild.store.handedits): there, not written by a merge, without conflict markers."""
+    from ..engine.lockmerge import STALE_FINGERPRINT
+    from ..store.handedits import has_conflict_markers
 
     try:
         data = (engine.root / path).read_bytes()

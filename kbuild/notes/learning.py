@@ -15,9 +15,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from . import notes
-from .notes import Event, Evidence, Note, NoteError, NoteHeader, Provenance
-from .store.layout import Store, check_id
+from . import note as notes
+from .note import Event, Evidence, Note, NoteError, NoteHeader, Provenance
+from ..store.layout import Store, check_id
 
 SCHEMA = "kbuild.delta/1"
 MAX_TEXT = 20_000  # characters of one action's text: a note is a finding, not a document
@@ -109,8 +109,8 @@ class DeltaRefused(ValueError):
 
 def _checked(text: str, where: str, again: str = "send the delta again") -> None:
     """The checks a source's text gets, applied before the delta is stored."""
-    from .checks.injection import find_injections
-    from .checks.secrets import find_secrets
+    from ..text.injection import find_injections
+    from ..text.secrets import find_secrets
 
     control = next((c for c in text if c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cs")), None)
     if control is not None:  # a NUL or an escape sequence in a note fails every build after it
@@ -127,7 +127,7 @@ def _checked(text: str, where: str, again: str = "send the delta again") -> None
 
 
 def _evidence(root: Path, provenance: Provenance, where: str) -> list[Evidence]:
-    from .engine import hash_bytes
+    from ..engine import hash_bytes
 
     if provenance.evidence is None:
         return []
@@ -170,7 +170,7 @@ def _event(action: str, revision: int, provenance: Provenance, at: str) -> Event
 def _transcript_role(root: Path, provenance: Provenance, where: str) -> str | None:
     """The role of the transcript message the provenance names (None when it names none): what
     decides whether its words may be confirmed, whatever the writer says its origin is."""
-    from .convert.transcript import role_of
+    from ..convert.transcript import role_of
 
     if provenance.message is None:
         return None
@@ -280,9 +280,9 @@ def apply(root: Path, store: Store, plan: Plan) -> None:
     """Write the notes, then list the new ones in sources.yml (keeping its comments), under the
     project's write lock; DeltaRefused, with nothing written, when a note is no longer at the
     revision it was planned against (another delta was applied between the plan and now)."""
-    from .engine import atomic_write
-    from .store.sources import Source, add
-    from .store.writelock import editing
+    from ..engine import atomic_write
+    from ..store.sources import Source, add
+    from ..store.writelock import editing
 
     with editing(root / store.project(plan.project)):
         for note_id, base in plan.bases.items():
@@ -308,7 +308,7 @@ def plan_and_apply(root: Path, store: Store, delta: Delta) -> Plan:
     """Plan the delta and apply it under the project's write lock, so that what it was checked
     against is what it changes (a compare-and-swap on each note's revision); DeltaRefused when it
     cannot be applied."""
-    from .store.writelock import editing
+    from ..store.writelock import editing
 
     with editing(root / store.project(delta.project)):
         plan = plan_delta(root, store, delta)
@@ -321,7 +321,7 @@ def parse_delta(text: str | bytes, where: str) -> Delta:
 
     from pydantic import ValidationError
 
-    from .store.sources import one_line
+    from ..store.sources import one_line
 
     try:
         data = json.loads(text)
@@ -337,7 +337,7 @@ def parse_delta(text: str | bytes, where: str) -> Delta:
 
 def plan_delta(root: Path, store: Store, delta: Delta) -> Plan:
     """The plan of a delta over the project's notes and sources.yml as they are."""
-    from .store.sources import SourcesError, parse
+    from ..store.sources import SourcesError, parse
 
     sources_file = root / store.sources_file(delta.project)
     if not sources_file.is_file():

@@ -71,7 +71,7 @@ def answered(text: str, question: Question, pages: set[str]) -> bool:
 
 def evaluate(store: Path, root: Path, questions: list[Question], budgets: tuple[int, ...] = BUDGETS,
              project: str | None = None, embedder: QuestionEmbedder | None = None) -> list[BudgetResult]:
-    from .text.tokens import estimate_tokens
+    from ..text.tokens import estimate_tokens
 
     results = []
     for budget in budgets:

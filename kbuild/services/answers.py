@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .browse import Page
     from .doctor import Finding
-    from .search import Hit, Section
+    from ..retrieval.search import Hit, Section
     from .status import Explanation, Status
 
 Answer = dict[str, Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checks.links import LINK
+from ..checks.links import LINK
 
 
 def parent(page: Path, root: Path) -> str | None:

@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbuild.model.offline import STOPWORDS, clean
+from kbuild.text.prose import STOPWORDS, clean
 from kbuild.text.markdown import ATX_MARK as MD_HEADING, LIST_ITEM as LIST_MARK, UNDERLINE as RST_UNDERLINE
-from kbuild.requirements import with_lead_in
+from kbuild.text.obligations import with_lead_in
 from kbuild.text.ranking import tokens
 from kbuild.text.sentences import split_sentences
 
