@@ -20,9 +20,10 @@ def mcp(session: Session, allow_learn: bool) -> None:
     Example: kbuild -C myproject mcp
     """
     try:
-        from ..mcp_server import StoreError, serve
-    except ImportError as exc:  # the SDK is a dependency; a broken install says so in one line
-        raise KbuildError(f"the MCP server needs the `mcp` package ({exc}); `pip install mcp`", FAILED) from None
+        import mcp.server.mcpserver  # noqa: F401  (an extra: say how to get it, not fail inside the server)
+    except ImportError:
+        raise KbuildError("kbuild mcp needs the MCP SDK: pip install 'kbuild[mcp]'", FAILED) from None
+    from ..mcp_server import StoreError, serve
     try:
         serve(session, allow_learn)
     except StoreError as exc:
