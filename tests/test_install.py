@@ -15,7 +15,8 @@ from openai_server import ScriptedServer
 from model_replies import faithful_reply
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.timeout(1200)  # building a wheel on a loaded machine; nothing here waits on a clock
+# slow: a wheel built and installed into a new virtual environment; the timeout: building it on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 PROMPTS = sorted(p.name for p in (REPO / "kbuild/model/prompts").iterdir())
 
 KBUILDFILE = """
