@@ -53,6 +53,13 @@ def installed(tmp_path_factory) -> Path:
     return env
 
 
+@pytest.fixture(autouse=True)
+def as_a_user_runs_it(monkeypatch):
+    """No PYTHONPATH: a checkout named there (a developer's way to test a worktree) would be
+    imported before the wheel's kbuild, and the tests would not test the wheel."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+
+
 def test_the_wheel_carries_every_prompt(installed):
     wheel = next(installed.parent.glob("kbuild-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
