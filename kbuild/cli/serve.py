@@ -16,6 +16,7 @@ def mcp(session: Session, allow_learn: bool) -> None:
     Tools search, context, show, status and explain; every page as a resource (kbuild://kb/...).
     With --allow-learn, also `learn`: a delta of notes, as `kbuild learn` applies it.
     The client starts it: see the .mcp.json that `kbuild init` writes.
+    Needs the MCP SDK: pip install 'kbuild[mcp]'.
 
     Example: kbuild -C myproject mcp
     """
