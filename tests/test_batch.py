@@ -69,6 +69,7 @@ def online(tmp_path_factory) -> tuple[dict[str, str], int]:
         return pages(root), len(server.requests)
 
 
+@pytest.mark.slow
 def test_a_cold_build_in_batch_mode_goes_layer_by_layer_and_ends_as_an_online_build(tmp_path, server, online):
     root = store(tmp_path, server.url)
     code, output = run(root, "build", "--batch")
@@ -107,6 +108,7 @@ def test_a_cold_build_in_batch_mode_goes_layer_by_layer_and_ends_as_an_online_bu
     assert code == 0 and server.requests == [] and len(server.batch_service.batches) == layers, output
 
 
+@pytest.mark.slow
 def test_failed_and_expired_requests_are_asked_again_and_answered_ones_never(tmp_path, server, online):
     root = store(tmp_path, server.url)
     code, output = run(root, "build", "--batch")
@@ -186,6 +188,7 @@ def test_batch_mode_with_a_model_named_and_no_key_says_so_before_the_network(tmp
     assert "needs OPENAI_API_KEY, which is not set" in result.output
 
 
+@pytest.mark.slow
 def test_an_unreachable_batch_service_is_one_line_and_nothing_is_lost(tmp_path):
     with ScriptedServer(faithful_reply, string_bounds=True) as server:
         root = store(tmp_path, server.url)
@@ -225,6 +228,7 @@ def until_built(root: Path, server: ScriptedServer) -> tuple[int, str]:
     raise AssertionError(output)
 
 
+@pytest.mark.slow
 def test_an_edit_rebuilt_in_batch_mode_asks_the_meaning_judge_in_a_batch_too(tmp_path, server):
     root = store(tmp_path, server.url)
     assert until_built(root, server)[0] == 0

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
@@ -69,6 +71,7 @@ def test_the_edit_phases_time_each_rule_of_an_edit():
         assert step in result.stdout
 
 
+@pytest.mark.slow
 def test_the_edit_time_a_b_times_both_kbuilds_on_their_own_stores():
     """--against is how a change to the edit path is measured (this kbuild and the one before,
     interleaved): a row each, and for each the ratio of its largest edit to its smallest, which
@@ -136,6 +139,7 @@ def test_the_check_record_figures_run_on_a_small_store():
     assert len(rows) == 1 and " ms for " in rows[0]
 
 
+@pytest.mark.slow
 def test_the_check_figures_time_the_whole_check_and_the_recorded_one():
     """benchmarks/check.py is where docs/benchmarks.md's figure for a recorded check at 10,000 facts
     comes from: the record it writes must be answered, or the two figures would be one."""

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import kbuild
 
+pytestmark = pytest.mark.slow  # builds killed (SIGKILL) and disks filled at random points
+
 KBUILDFILE = '''
 import time
 from kbuild.engine import rule

@@ -38,6 +38,7 @@ def test_the_golden_set_is_honest():
         assert re.search(q["answer"], text, re.I), q
 
 
+@pytest.mark.slow
 def test_recall_at_budget_holds_its_floor(peps):
     result = kbuild(peps, "eval", str(QUESTIONS), "--json")
     assert result.exit_code == 0, result.output

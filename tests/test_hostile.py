@@ -407,6 +407,7 @@ def test_a_huge_source_is_refused_by_its_size_before_it_is_read(tmp_path):
     assert (tmp_path / "kb/p/facts/good/good.md").exists()
 
 
+@pytest.mark.slow
 def test_a_download_has_a_total_deadline_a_full_length_and_http_redirects_only(tmp_path):
     import http.server
     import threading

@@ -15,7 +15,8 @@ from openai_server import ScriptedServer
 from model_replies import faithful_reply
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.timeout(1200)  # building a wheel on a loaded machine; nothing here waits on a clock
+# slow: a wheel built and installed into a new virtual environment; the timeout: building it on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 PROMPTS = sorted(p.name for p in (REPO / "kbuild/model/prompts").iterdir())
 
 KBUILDFILE = """
@@ -50,6 +51,13 @@ def installed(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
                     "--force-reinstall", str(wheel)], check=True, cwd=out)
     return env
+
+
+@pytest.fixture(autouse=True)
+def as_a_user_runs_it(monkeypatch):
+    """No PYTHONPATH: a checkout named there (a developer's way to test a worktree) would be
+    imported before the wheel's kbuild, and the tests would not test the wheel."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
 
 
 def test_the_wheel_carries_every_prompt(installed):

@@ -143,6 +143,7 @@ def prose(rng: random.Random, sentences: int) -> list[str]:
     return [" ".join(rng.choice(words) for _ in range(rng.randint(8, 22))).capitalize() + "." for _ in range(sentences)]
 
 
+@pytest.mark.slow
 def test_a_one_sentence_edit_changes_at_most_two_facts_and_renames_none(tmp_path):
     rng = random.Random(5)
     sections, paragraphs = [], []
@@ -217,6 +218,7 @@ def test_a_one_sentence_edit_loads_what_it_reaches_not_every_fact_of_the_documen
     assert at_large == at_small, sizes
 
 
+@pytest.mark.slow
 def test_a_long_source_regrouped_by_an_edit_ends_as_a_clean_build_of_it(tmp_path):
     """Parts added to a chapter of a long source give it one more group of facts, which moves
     the number of every later group and its index page. Each group's queries read their own
@@ -351,6 +353,7 @@ def test_add_keeps_comments_and_order(tmp_path):
     assert ".kbuild/" in (tmp_path / ".gitignore").read_text()
 
 
+@pytest.mark.slow
 def test_the_repositorys_own_knowledge_base_builds(tmp_path):
     """Kbuildfile.py at the root builds kbuild's README and docs with the offline backend."""
     for name in ["Kbuildfile.py", "README.md"]:

@@ -296,6 +296,7 @@ def test_views_and_indexes_say_a_note_is_a_candidate(store):
     assert "## Refund payout time (confirmed note)" in digest and "candidate" not in digest
 
 
+@pytest.mark.slow
 def test_the_documented_example_runs_as_written(tmp_path):
     import os
     import re

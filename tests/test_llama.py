@@ -19,6 +19,8 @@ from conftest import kbuild
 from kbuild.checks.links import broken_links
 from kbuild.text.markdown import live_html
 
+pytestmark = pytest.mark.slow  # a real llama.cpp server and model
+
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):

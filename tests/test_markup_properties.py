@@ -7,6 +7,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+import pytest
 from conftest import kbuild
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,8 @@ from kbuild.rules.facts import lost_facts
 from kbuild.rules.guard import foreign_names, model_markdown, plain_text
 from kbuild.store.links import rewrite_source_links
 from kbuild.text.markdown import live_html, without_page_markers
+
+pytestmark = pytest.mark.slow  # hypothesis over whole documents and stores: over two minutes
 
 WORDS = ["keys", "rotate", "90", "days", "SHALL", "MUST NOT", "the", "reader", "refuses", "codes", "Foo.__a", "__a",
          "__init__", "snake_case", "2 * 3", "x < y", "a & b", "[KM-7]", "v1.2", "café", "50%"]

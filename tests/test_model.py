@@ -167,6 +167,7 @@ def test_a_server_without_json_schema_gets_json_mode(tmp_path):
         assert "The JSON schema" in server.requests[-1]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", [Fault("429", retry_after=0.05), Fault("500"), Fault("502"), Fault("503"),
                                    Fault("reset"), Fault("truncated"), Fault("invalid_json")],
                          ids=lambda fault: fault.kind)
@@ -472,6 +473,7 @@ def sent_twice(server: ScriptedServer) -> list[dict]:
     return [r for n, r in enumerate(server.requests) if bodies[n] in bodies[:n]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("report_slots", [True, False], ids=["llama.cpp /props", "learned"])
 def test_a_one_slot_server_whose_replies_outlast_the_timeout_builds_with_each_request_sent_once(tmp_path,
                                                                                                report_slots):
@@ -508,6 +510,7 @@ def test_a_silent_server_times_out_with_one_clear_line_and_is_not_asked_again(tm
         assert sent_twice(server) == []  # the server may still be answering it: it is not asked again
 
 
+@pytest.mark.slow
 def test_a_server_that_refuses_a_second_request_with_503_is_sent_one_at_a_time(tmp_path):
     """KoboldCpp and older llama.cpp servers answer 503 when every slot is busy: that is the
     number of slots, not a failure to retry against."""

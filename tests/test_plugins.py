@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 PLUGINS = Path(__file__).parent / "data" / "plugins"
-pytestmark = pytest.mark.timeout(900)  # pip builds two small wheels; nothing here waits on a clock
+# slow: pip builds and installs two small wheels into a new virtual environment; nothing here waits on a clock
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 KBUILDFILE = """
 from pathlib import Path

@@ -17,6 +17,8 @@ from openai_server import ScriptedServer
 from kbuild.checks.links import broken_links
 from kbuild.text.markdown import live_html
 
+pytestmark = pytest.mark.slow  # real documents and their revisions built end to end: over a minute
+
 WILD = Path(__file__).parent / "data" / "wild"
 
 KEYS = """# Door keys

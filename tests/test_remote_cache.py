@@ -21,6 +21,7 @@ from kbuild.engine.hashing import canonical_json
 from kbuild.engine import remotecache
 from kbuild.engine.remotecache import RemoteCache
 
+pytestmark = pytest.mark.slow  # a real S3 server (moto)
 BUCKET = "kbuild-cache"
 
 

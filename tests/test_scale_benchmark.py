@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # real builds of the scale benchmark, each in its own process
 REPO = Path(__file__).resolve().parent.parent
 
 

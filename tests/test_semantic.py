@@ -167,6 +167,7 @@ def test_semantic_ranking_is_off_by_default_and_doctor_says_which(tmp_path, stor
     assert "shop: no semantic vectors for its sections as they are (run `kbuild`); ranked by words only" in result.output
 
 
+@pytest.mark.slow
 def test_an_embeddings_server_that_is_not_there_is_one_line(store, server):
     server.close()
     result = kbuild(store)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 from conftest import kbuild
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+pytestmark = pytest.mark.slow  # hypothesis over builds and setting changes
 
 KBUILDFILE = """from pathlib import Path
 from kbuild.rules import knowledge_base

@@ -644,6 +644,7 @@ def _prose(seed: int, paragraphs: int, headings: bool = False) -> str:
     return Doc(random.Random(seed), paragraphs, headings=headings).text()
 
 
+@pytest.mark.slow
 def test_stability_many_edits_default_floor_and_cap():
     """One-sentence edits in the middle of long documents (>= 30 chunks at the
     default floor and cap) change the edited chunk and at most one neighbour."""
@@ -677,6 +678,7 @@ def test_stability_in_a_long_stretch_without_headings():
     assert_stable_enough(effects)
 
 
+@pytest.mark.slow
 def test_stability_of_edits_next_to_chunk_boundaries():
     """Edit the last sentence before a boundary, and the first one after it,
     in every way."""
@@ -712,6 +714,7 @@ def _small_doc(rng: random.Random, paragraphs: int = 700) -> Doc:
                words=(3, 10), sentences=(1, 4))
 
 
+@pytest.mark.slow
 def test_stability_rate_over_many_edits():
     """Over 300 random one-sentence edits (scaled down), nearly all change at
     most two chunks, and none changes many."""

@@ -57,6 +57,13 @@ def test_ranking_needs_a_shared_word_and_breaks_ties_in_order():
     assert rank(documents, "kubernetes") == [] and rank([], "refund") == []
 
 
+def test_a_word_in_half_the_documents_still_finds_them():
+    """rank-bm25's idf was 0 for a word in half the documents (and below 0 above half): a store of
+    two index lines found nothing for a word of one of them."""
+    assert [i for i, _ in rank(["refund policy", "shop hours"], "refund")] == [0]
+    assert [i for i, _ in rank(["a refund", "the refund fee", "shop hours"], "refund")] == [0, 1]
+
+
 def test_the_search_index_is_the_one_bm25s_writes_from_the_same_words(tmp_path):
     """build_index merges sources' term counts and scores them in NumPy instead of handing
     bm25s every token: the files it writes must be the ones bm25s writes itself from the same

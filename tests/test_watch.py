@@ -9,9 +9,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import kbuild
 
 from kbuild.engine.buildlock import BuildLock
+
+pytestmark = pytest.mark.slow  # a watching process, its debounce and settle windows
 
 
 class Watcher:

@@ -16,13 +16,15 @@ def mcp(session: Session, allow_learn: bool) -> None:
     Tools search, context, show, status and explain; every page as a resource (kbuild://kb/...).
     With --allow-learn, also `learn`: a delta of notes, as `kbuild learn` applies it.
     The client starts it: see the .mcp.json that `kbuild init` writes.
+    Needs the MCP SDK: pip install 'kbuild[mcp]'.
 
     Example: kbuild -C myproject mcp
     """
     try:
-        from ..services.mcp_server import StoreError, serve
-    except ImportError as exc:  # the SDK is a dependency; a broken install says so in one line
-        raise KbuildError(f"the MCP server needs the `mcp` package ({exc}); `pip install mcp`", FAILED) from None
+        import mcp.server.mcpserver  # noqa: F401  (an extra: say how to get it, not fail inside the server)
+    except ImportError:
+        raise KbuildError("kbuild mcp needs the MCP SDK: pip install 'kbuild[mcp]'", FAILED) from None
+    from ..services.mcp_server import StoreError, serve
     try:
         serve(session, allow_learn)
     except StoreError as exc:

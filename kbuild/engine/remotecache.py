@@ -75,8 +75,8 @@ class RemoteCache:
         if self._store is None:
             try:
                 from obstore.store import S3Store
-            except ImportError as exc:  # pragma: no cover - obstore is a dependency
-                raise RemoteUnavailable(f"obstore is not installed ({exc})") from None
+            except ImportError:  # an extra: the build goes on with the local cache, as for a remote that is down
+                raise RemoteUnavailable("it needs obstore: pip install 'kbuild[s3]'") from None
             endpoint = next((os.environ[v] for v in ENDPOINT_VARIABLES if os.environ.get(v)), "")
             options = {
                 "connect_timeout": datetime.timedelta(seconds=CONNECT_TIMEOUT_S),
@@ -109,9 +109,8 @@ class RemoteCache:
     async def get(self, key: str) -> bytes | None:
         """The record stored under `key`, or None when there is none. RemoteUnavailable when the
         remote cannot say."""
-        import obstore
-
         store = self._open()
+        import obstore
 
         async def fetch() -> bytes | None:
             try:
@@ -125,10 +124,9 @@ class RemoteCache:
     async def put(self, key: str, record: bytes, replace: bool = False) -> None:
         """Store the whole record in one object write. An object already there is kept (another
         writer stored the same key first) unless `replace`."""
+        store = self._open()
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
-
-        store = self._open()
 
         async def write() -> None:
             try:

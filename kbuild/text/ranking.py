@@ -1,4 +1,4 @@
-"""BM25 (rank-bm25) over stemmed words (snowballstemmer): what search and views on request rank by."""
+"""BM25 (bm25s) over stemmed words (snowballstemmer): what search ranks by, its index and its words."""
 from __future__ import annotations
 
 import base64
@@ -8,6 +8,7 @@ import math
 import re
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -30,17 +31,19 @@ def tokens(text: str) -> list[str]:
 
 def rank(documents: list[str], query: str) -> list[tuple[int, float]]:
     """(index, score) of the documents that share a word with the query, best first (ties in
-    document order, so a ranking is reproducible)."""
-    from rank_bm25 import BM25Okapi  # numpy with it: imported only when something is ranked
+    document order, so a ranking is reproducible): the index lines of a store with no search index."""
+    import numpy as np
 
-    wanted = tokens(query)
-    if not documents or not wanted:
+    counted = [Counter(tokens(d)) for d in documents]
+    vocabulary = {term: n for n, term in enumerate(sorted({t for c in counted for t in c}))}
+    wanted = [vocabulary[t] for t in tokens(query) if t in vocabulary]
+    if not wanted:
         return []
-    words = [tokens(d) for d in documents]
-    scores = BM25Okapi([w or ["_"] for w in words]).get_scores(wanted)
-    ranked = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
-    query_words = set(wanted)
-    return [(i, float(scores[i])) for i in ranked if scores[i] > 0 and query_words & set(words[i])]
+    terms = np.fromiter((vocabulary[t] for c in counted for t in c), dtype=np.int32)
+    counts = np.fromiter((n for c in counted for n in c.values()), dtype=np.float32)
+    lengths = np.fromiter(map(len, counted), dtype=np.int64, count=len(counted))
+    scores = _indexed(terms, counts, lengths, vocabulary).get_scores(wanted)  # bm25s's idf is never 0 or less
+    return [(int(i), float(scores[i])) for i in np.lexsort((np.arange(len(scores)), -scores)) if scores[i] > 0]
 
 
 # --------------------------------------------------------------------------- the persisted index
@@ -48,7 +51,7 @@ def rank(documents: list[str], query: str) -> list[tuple[int, float]]:
 # bm25s, not a hand-written inverted index, measured by benchmarks/retrieval.py (100,000 sections
 # of 120 words, 8-word queries, this machine): bm25s loads memory-mapped in 14 ms and answers in
 # 1.6 ms; the hand-written index (postings as strings in JSON, parsed per query word) took
-# 177 ms to load and 194 ms a query. bm25s needs only numpy, which rank-bm25 already brings.
+# 177 ms to load and 194 ms a query. bm25s needs only numpy.
 # Tantivy was not measured: a native wheel and a tokenizer of its own, where this needs ours.
 
 K1, B = 1.2, 0.75
@@ -174,9 +177,15 @@ def build_index(segments: list[Segment]) -> dict[str, bytes]:
     firsts = np.cumsum([0, *(len(s["terms"]) for s in segments)], dtype=np.int64)[:-1]
     terms = np.array([vocabulary[t] for t in named], dtype=np.int32)[postings + np.repeat(firsts, sizes)]
     counts, lengths = joined("counts")[0].astype(np.float32), joined("lengths")[0].astype(np.int64)
+    return saved_files(_indexed(terms, counts, lengths, vocabulary))
+
+
+def _indexed(terms: Any, counts: Any, lengths: Any, vocabulary: dict[str, int]) -> Any:
+    """A bm25s retriever over documents given as term counts: each document's term ids and their
+    counts, one after another, and how many terms each document has."""
     retriever = _counted_bm25()(k1=K1, b=B)
     retriever.index(_Counted(terms, counts, lengths, vocabulary), show_progress=False, leave_progress=False)
-    return saved_files(retriever)
+    return retriever
 
 
 def saved_files(retriever: Any) -> dict[str, bytes]:
