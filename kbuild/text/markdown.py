@@ -160,7 +160,9 @@ def _escape_plain(text: str, marks: bool) -> str:
     text = text.replace("`", "\\`")
     if marks:
         text = _EMPHASIS_MARK.sub(lambda m: "\\" + m.group(0), text)
-    if "](" in text or "][" in text:
+    # a link's brackets, or a bracket left open or closed here, that could pair with one in the
+    # text beside it (a code span or a tag between them: `[` `f[T](x)` would read as a link)
+    if "](" in text or "][" in text or text.count("[") != text.count("]"):
         text = text.replace("[", "\\[").replace("]", "\\]")
     return ENTITY_LIKE.sub("\\&", text)
 
