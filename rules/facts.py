@@ -20,6 +20,7 @@ from kbuild.checks.links import links_in
 from kbuild.text.secrets import redact, redacted
 from kbuild.engine import Context, Problem, hash_bytes, rule
 from kbuild.plugins import registry
+from kbuild.text.inline import plain_words
 from kbuild.text.prose import clean, prose_sentences
 from kbuild.text.slicing import Chunk, Region, fact_names, region_texts
 from kbuild.store import pages
@@ -108,14 +109,16 @@ def lost_facts(span: str, rewrite: str, summary: str) -> list[str]:
 
 def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
     """The sentences a model quoted, as their indices: the one a quote stands in or starts, else
-    the one sharing at least 60% of the quote's words. A quote that matches no sentence is
-    dropped: a view says only the source's own sentences."""
+    the one sharing at least 60% of the quote's words. A quote is read as its words (a link's
+    address is not the sentence's) and, when it runs over several sentences, sentence by
+    sentence. A quote that matches no sentence is dropped: a view says only the source's own
+    sentences."""
     def words(text: str) -> list[str]:
         return re.findall(r"\w+", text.lower())
 
     bags = [words(s) for s in sentences]
     found: list[int] = []
-    for quote in quotes:
+    for quote in (part for q in quotes for part in prose_sentences(plain_words(q)) or [q]):
         said = words(quote)
         if not said:
             continue

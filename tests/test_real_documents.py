@@ -187,3 +187,17 @@ def test_replaying_a_documents_revisions_ends_after_each_as_a_clean_build(tmp_pa
         assert pages(edited) == pages(clean), revision.name
         shutil.rmtree(clean)
     assert_clean_store(edited)
+
+
+def test_a_pick_that_copies_a_link_and_runs_over_two_sentences_places_both():
+    """A real model (llama.cpp, Gemma 3 270M) picked "... 02:00 UTC (see the [runbook](https://...)).
+    Backups are kept for 30 days." for the digest: the address's words put the quote under the
+    60% bar of either sentence, and the digest said the sources hold nothing."""
+    from kbuild.rules.facts import place_quotes
+
+    sentences = ["The database is backed up every night at 02:00 UTC (see the runbook).",
+                 "Backups are kept for 30 days.", "Restores are tested monthly."]
+    quote = ("The database is backed up every night at 02:00 UTC (see the [runbook](https://example.com/runbook)). "
+             "Backups are kept for 30 days.")
+    assert place_quotes([quote], sentences) == [0, 1]
+    assert place_quotes(["Nothing of the kind is said here at all."], sentences) == []
