@@ -32,7 +32,7 @@ SHORT_THEN_SPELLED = re.compile(rf"\b([A-Z][A-Z0-9]{{1,9}}s?) \(({NAME}(?: {NAME
 QUOTED = r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]"
 OTHER_NAME = rf"(?:{QUOTED}|((?:{NAME}[ ]){{0,4}}{NAME}))"
 # "X, commonly referred to as Y", "X (also known as Y)", "X is often called Y"
-ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME}),? \(?(?:is |are )?(?:commonly |often |also |sometimes |usually )?"
+ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME})(?: \([^()]{{1,12}}\))?,? \(?(?:is |are )?(?:commonly |often |also |sometimes |usually )?"
                    rf"(?:referred to as|known as|called|a\.k\.a\.?|aka) (?:an? |the )?{OTHER_NAME}")
 # "The Open Web Application Security Project (hereafter "OWASP")", "..., hereinafter referred to as Y"
 HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereinafter)(?:,? (?:referred to as|called))?,? "
