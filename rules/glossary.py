@@ -9,7 +9,7 @@ the sentence defining it changed.
 from __future__ import annotations
 
 from kbuild.engine import Context, QueryFailed, rule
-from kbuild.retrieval.expansion import GLOSSARY_FILE, Glossary, GlossaryTerm
+from kbuild.retrieval.expansion import Glossary, GlossaryTerm
 from kbuild.store.layout import link
 from kbuild.text.definitions import definitions
 from kbuild.text.injection import find_injections
@@ -59,19 +59,19 @@ def glossary_line(term: GlossaryTerm, path: str, facts: list[str]) -> str:
 
 @rule(version=1, uses=(joined, glossary_line, "kbuild.text.secrets", "kbuild.retrieval.expansion"), params={"kinds": KINDS},
       settings=("store",), returns=Glossary)
-async def glossary(ctx: Context, project: str) -> Glossary:
+async def project_glossary(ctx: Context, project: str) -> Glossary:
     """kb/PROJECT/glossary.md and glossary.json: the terms of every source of the project."""
     store = ctx.settings.store
     outline = await ctx.query(project_outline(project))
     got = await ctx.query_all([source_terms(project, s) for s in outline.sources], return_failures=True)
     found = joined([g for g in got if not isinstance(g, QueryFailed)])
     title = (await ctx.query(listing(project))).title or project
-    path = f"{store.project(project)}/glossary.md"
+    path = store.glossary(project)
     lines = [glossary_line(t, path, [link(path, store.fact(project, *ref.split("/", 1))) for ref in t.cites])
              for t in sorted(found.terms, key=lambda t: (t.term.lower(), t.kind, t.means.lower()))]
     write_page(ctx, path, f"# Glossary of {title}\n\nUp: [{project}](index.md)\n\nThe terms the sources define, each "
                "with the sentence that defines it and its facts. Search, `kbuild context` and views on request take "
                "a question's name of a term for its other names too.\n\n"
                + ("\n".join(lines) or "No source defines a term yet.") + "\n")
-    ctx.write(f"{store.project(project)}/{GLOSSARY_FILE}", found.file())
+    ctx.write(store.glossary_data(project), found.file())
     return found

@@ -22,7 +22,7 @@ from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
 from .pages import write_page
 from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
-from .glossary import glossary
+from .glossary import project_glossary
 from .search_index import search_index
 from .search_vectors import search_vectors
 from .summaries import fact_groups, group_of, group_pages, group_places, heading_of, source_summary
@@ -161,7 +161,7 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
     raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
     # kb/PROJECT/search-index/, for search: the words' index, and the vectors when semantic ranking is on
     # ... and the glossary, which search and context read to take a reader's words for the sources'
-    _, _, terms = await ctx.query_all([search_index(project), search_vectors(project), glossary(project)],
+    _, _, terms = await ctx.query_all([search_index(project), search_vectors(project), project_glossary(project)],
                                       return_failures=True)
     if isinstance(summary, QueryFailed):
         summary = "(no abstract: it failed to build; run `kbuild` to see why)"

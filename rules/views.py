@@ -19,7 +19,7 @@ from kbuild.retrieval.expansion import SameWords
 from kbuild.retrieval.topic import Candidate, Passage, passages, rank
 
 from .cutoffs import same_section
-from .glossary import glossary
+from .glossary import project_glossary
 from .facts import VIEW_PURPOSE, chunk, fact, reading
 from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
 from .pages import write_page
@@ -144,7 +144,7 @@ async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
                   for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                   for f in doc["facts"] for x in f["passages"]]
     # every name the glossaries give a term is one word of the request: "MFA" is "multi-factor authentication"
-    terms = await ctx.query_all([glossary(p) for p in dict.fromkeys(p for p, _ in origins)], return_failures=True)
+    terms = await ctx.query_all([project_glossary(p) for p in dict.fromkeys(p for p, _ in origins)], return_failures=True)
     same = SameWords(t for g in terms if not isinstance(g, QueryFailed) for t in g.terms)
     hits: dict[str, list[dict[str, Any]]] = {}
     for hit in (h for h in rank(request.about, candidates, same=same) if is_statement(h.sentence)):

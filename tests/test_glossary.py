@@ -130,11 +130,11 @@ def test_an_edit_of_a_fact_that_defines_nothing_rereads_its_terms_and_writes_no_
     executed = json.loads(result.output[result.output.index("{"):])["executed"]
     assert [q for q in executed if q.startswith('fact_terms("auth","standard",')] != []
     assert len([q for q in executed if q.startswith("fact_terms(")]) == 1
-    assert 'glossary("auth")' not in executed
+    assert 'project_glossary("auth")' not in executed
 
     (store / "standard.md").write_text(SOURCE.replace("(MFA)", "(MFA), commonly referred to as two-step login"))
     result = kbuild(store, "build", "--json")
-    assert 'glossary("auth")' in json.loads(result.output[result.output.index("{"):])["executed"]
+    assert 'project_glossary("auth")' in json.loads(result.output[result.output.index("{"):])["executed"]
     assert "**two-step login** another name for Multi-Factor Authentication" in (store / "kb/auth/glossary.md").read_text()
 
 
