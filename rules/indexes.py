@@ -22,6 +22,7 @@ from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
 from .pages import write_page
 from .settings import model_rule
 from .sources import listing, problem, project_outline, raw
+from .glossary import project_glossary
 from .search_index import search_index
 from .search_vectors import search_vectors
 from .summaries import fact_groups, group_of, group_pages, group_places, heading_of, source_summary
@@ -159,7 +160,9 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
                                abstract(project), artifacts(project)], return_failures=True)
     raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
     # kb/PROJECT/search-index/, for search: the words' index, and the vectors when semantic ranking is on
-    await ctx.query_all([search_index(project), search_vectors(project)], return_failures=True)
+    # ... and the glossary, which search and context read to take a reader's words for the sources'
+    _, _, terms = await ctx.query_all([search_index(project), search_vectors(project), project_glossary(project)],
+                                      return_failures=True)
     if isinstance(summary, QueryFailed):
         summary = "(no abstract: it failed to build; run `kbuild` to see why)"
     title = listed.title or project
@@ -188,7 +191,10 @@ async def project_index(ctx: Context, project: str) -> ProjectIndex:
         + "\n\n## Folders\n\n"
         "- [raw/](raw/index.md): each source exactly as fetched, never edited\n"
         "- [facts/](facts/index.md): each source as text, cut into facts, each with its summary\n"
-        + artifacts_line + "- [sources.yml](sources.yml): the list of sources, written by people\n"))
+        + artifacts_line
+        + (not_built("glossary.md") if isinstance(terms, QueryFailed) else
+           f"- [glossary.md](glossary.md): {len(terms.terms)} {'term' if len(terms.terms) == 1 else 'terms'} the sources define\n")
+        + "- [sources.yml](sources.yml): the list of sources, written by people\n"))
     ctx.write(store.raw_index(project), f"# Raw sources of {title}\n\nUp: [{project}](../index.md)\n\nEach source exactly "
               "as fetched, never edited, with where it came from.\n\n" + "\n".join(raw_lines) + "\n")
     write_page(ctx, store.facts_index(project), f"# Facts of {title}\n\nUp: [{project}](../index.md)\n\nOne folder per source: "

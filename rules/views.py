@@ -15,9 +15,11 @@ from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
 from kbuild.text.prose import is_statement, prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
+from kbuild.retrieval.expansion import SameWords
 from kbuild.retrieval.topic import Candidate, Passage, passages, rank
 
 from .cutoffs import same_section
+from .glossary import project_glossary
 from .facts import VIEW_PURPOSE, chunk, fact, reading
 from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
 from .pages import write_page
@@ -141,8 +143,11 @@ async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     candidates = [Candidate(f"{p}/{s}", f["ref"], Passage(x["text"], tuple(x["headings"]), x["paragraph"]))
                   for (p, s, _), doc in zip(groups, found) if not isinstance(doc, QueryFailed)
                   for f in doc["facts"] for x in f["passages"]]
+    # every name the glossaries give a term is one word of the request: "MFA" is "multi-factor authentication"
+    terms = await ctx.query_all([project_glossary(p) for p in dict.fromkeys(p for p, _ in origins)], return_failures=True)
+    same = SameWords(t for g in terms if not isinstance(g, QueryFailed) for t in g.terms)
     hits: dict[str, list[dict[str, Any]]] = {}
-    for hit in (h for h in rank(request.about, candidates) if is_statement(h.sentence)):
+    for hit in (h for h in rank(request.about, candidates, same=same) if is_statement(h.sentence)):
         hits.setdefault(hit.section, []).append({"ref": hit.ref, "sentence": hit.sentence, "score": hit.score})
     return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 

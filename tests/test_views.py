@@ -327,3 +327,54 @@ def test_a_summary_of_several_facts_draws_on_more_than_one_of_them():
     first, second = split_sentences(summarise_parts(parts))
     assert first in parts[0] and second == parts[1]
     assert summarise_parts(parts[:1]) == parts[0]  # one fact: its own summary
+
+
+MFA_STANDARD = """# Access Standard
+
+## Second factors
+
+Every administrator MUST sign in with Multi-Factor Authentication (MFA). MFA devices hold a secret shared with the server.
+
+## Devices
+
+An MFA device MUST be registered to one person only. A lost MFA device MUST be revoked within 24 hours.
+The server SHOULD accept a code from an MFA device for 30 seconds. MFA devices MUST NOT be shared between accounts.
+
+## Recovery
+
+Recovery codes are printed once. An MFA device that is replaced MUST be revoked before its successor is used.
+"""
+MFA_ELSEWHERE = """# Operations Handbook
+
+The office opens at nine. An MFA device MUST be registered to one person only.
+"""
+
+
+def test_a_view_requested_with_the_expansion_holds_what_the_acronym_wording_holds_none_twice(tmp_path):
+    """Issue 53, fault 2: "how <expansion> (<ACRONYM>) devices work" held 1 statement where the
+    acronym alone held 24, 5 of them twice. An acronym the sources define is the same word as its
+    expansion, and a sentence two sources repeat is stated once (in the view and its spec)."""
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    for name, text in [("standard.md", MFA_STANDARD), ("handbook.md", MFA_ELSEWHERE)]:
+        (tmp_path / name).write_text(text)
+        assert kbuild(tmp_path, "add", "auth", name).exit_code == 0
+    for name, about in [("short", "MFA devices and their requirements"),
+                        ("long", "how multi-factor authentication (MFA) devices work and their requirements"),
+                        ("spelled", "multi-factor authentication devices and their requirements")]:
+        assert kbuild(tmp_path, "view", "add", "auth", name, "--about", about).exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "auth", "long-rules", "--view", "long").exit_code == 0
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+
+    def statements(view: str) -> list[str]:
+        page = (tmp_path / f"kb/auth/artifacts/views/{view}.md").read_text()
+        return [line.split(" ([")[0] for line in page.splitlines() if line.startswith("- ")]
+
+    short = statements("short")
+    assert len(short) >= 5 and "- A lost MFA device MUST be revoked within 24 hours." in short, short
+    assert statements("long") == short
+    assert statements("spelled") == short
+    assert len(set(short)) == len(short)
+    spec = (tmp_path / "kb/auth/artifacts/specs/long-rules.md").read_text()
+    requirements = [line.split("** ", 1)[1].split(" ([")[0] for line in spec.splitlines() if line.startswith("**R")]
+    assert requirements and len(set(requirements)) == len(requirements), spec

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..text.ranking import SectionIndex, query_terms, rank
 from ..text.tokens import estimate_tokens
 from ..store.pages import rewritten_part
+from .expansion import Expansion, expand, read_glossaries
 
 if TYPE_CHECKING:
     import numpy as np
@@ -253,6 +254,11 @@ def _vectors_usable(index: SearchIndex, embedder: QuestionEmbedder, meaning: Mea
     return True
 
 
+def expanded(store: Path, question: str, project: str | None) -> Expansion:
+    """The question with the other names its projects' glossaries give the terms it names."""
+    return expand(question, read_glossaries(store, [project] if project else store_projects(store)))
+
+
 def _line(doc: dict[str, object]) -> str:
     crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
     return f"- [{crumb}]({doc['page']}): {doc['line']}"
@@ -264,6 +270,7 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
     in a store with no search index yet, only) the index lines of the other pages, views and specs."""
     hits: list[Hit] = []
     seen: set[str] = set()
+    query = expanded(store, query, project).query
     for row in ranked_docs(store, query, project, embedder):
         page = str(row.doc["page"])
         if page not in seen:
@@ -334,14 +341,16 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     old = {} if history else retired(store)
     prefix = store.relative_to(root).as_posix() + "/" if store.is_relative_to(root) else ""
     meaning = Meaning()
-    rows = [r for r in ranked_docs(store, question, project, embedder, meaning) if r.doc.get("kind") == "section"
+    expansion = expanded(store, question, project)
+    rows = [r for r in ranked_docs(store, expansion.query, project, embedder, meaning) if r.doc.get("kind") == "section"
             and not any(str(r.doc["page"]).startswith(prefix + folder) for folder in old)][:candidates]
     if not rows and not search_indexes(store, project):
         return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))
     used = estimate_tokens(HEADER.format(question=question))
     kept: list[Section] = []
     rest: list[Section] = []
-    trace = [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank"] if embedder else []
+    trace = expansion.trace()
+    trace += [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank"] if embedder else []
     trace += meaning.notes
     fmt = "6.4f" if embedder else "6.2f"  # a fused score is a sum of 1/(60 + rank): small
     for row in rows:

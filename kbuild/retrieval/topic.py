@@ -20,6 +20,8 @@ from kbuild.text.obligations import with_lead_in
 from kbuild.text.ranking import tokens
 from kbuild.text.sentences import split_sentences
 
+from .expansion import SameWords
+
 # Words a request uses to ask, not to name its subject: "the rules about imports" is about imports;
 # and prepositions the stop words lack: "imports inside with blocks" is about imports and with blocks.
 ASKING = frozenset("""rule rules guideline guidelines guidance recommendation recommendations requirement
@@ -208,7 +210,31 @@ def related(text: str) -> set[tuple[str, str]]:
             and not {words[i], words[i + 2]} & (STOPWORDS | ASKING) and min(len(words[i]), len(words[i + 2])) > 1}
 
 
-def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOURCE) -> list[Hit]:
+# "how MFA devices work": the verb a reader asks with, not a word of the subject
+HOW_IT_WORKS = re.compile(r"^\s*how\b(.*?)\b(?:work|works|function|functions|operate|operates)\b", re.I)
+
+
+def asked_about(about: str) -> str:
+    """The request without the verb of "how ... work": "how MFA devices work and their
+    requirements" asks about MFA devices, as "MFA devices and their requirements" does."""
+    return HOW_IT_WORKS.sub(r"\1", about)
+
+
+def _said_once(candidates: Sequence[Candidate], kept: list[int]) -> list[int]:
+    """The kept candidates, but a sentence said again (in another fact or source) only where it
+    first stands: a view states it once."""
+    seen: set[str] = set()
+    once = []
+    for n in kept:
+        key = " ".join(candidates[n].passage.text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            once.append(n)
+    return once
+
+
+def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOURCE,
+         same: SameWords | None = None) -> list[Hit]:
     """The candidates that speak to `about`, in candidate order, at most `per_source` (the best)
     per section.
 
@@ -222,7 +248,17 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     COVERAGE, or PHRASE_COVERAGE and a phrase; the sentences after it in its paragraph or list
     item carry its coverage on, a little less each. Of these, the ones within BELOW_BEST of the
     best in the whole project are kept, those under a heading named for the subject first when a
-    section has more than `per_source`."""
+    section has more than `per_source`.
+
+    With `same` (the project's glossary), every name of a term is one word: "multi-factor
+    authentication" is "MFA". A sentence said again is kept once, where it first stands."""
+    shown = candidates
+    about = asked_about(about)
+    if same:
+        about = same.one_word(about)
+        candidates = [Candidate(c.section, c.ref, Passage(same.one_word(c.passage.text),
+                                                          tuple(same.one_word(h) for h in c.passage.headings),
+                                                          c.passage.paragraph)) for c in candidates]
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
@@ -303,5 +339,5 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
             taken[candidates[n].section] += 1
             kept.append(n)
     score_of = {n: score for score, n in scored}
-    return [Hit(candidates[n].section, candidates[n].ref, candidates[n].passage.text, round(score_of[n], 4))
-            for n in sorted(kept)]
+    return [Hit(shown[n].section, shown[n].ref, shown[n].passage.text, round(score_of[n], 4))
+            for n in _said_once(shown, sorted(kept))]

@@ -112,18 +112,26 @@ class Store:
     def artifacts_index(self, project: str) -> str:
         return join(self.root, project, "artifacts", "index.md")
 
+    def glossary(self, project: str) -> str:
+        return join(self.root, project, "glossary.md")
+
+    def glossary_data(self, project: str) -> str:
+        """What search and context read of the glossary (kbuild.retrieval.expansion)."""
+        return join(self.root, project, "glossary.json")
+
     GENERATED = ("raw", "facts", "artifacts", "search-index")  # the folders of a project the build writes
+    GENERATED_FILES = ("index.md", "glossary.md", "glossary.json")  # ... and its files
 
     def generated(self, path: str) -> bool:
         """Whether `path` (relative to the root) is a page the build writes: the store's index, a
-        project's, or a file in a project's raw/, facts/, artifacts/ or search-index/. The rest
+        project's index and glossary, or a file in a project's raw/, facts/, artifacts/ or search-index/. The rest
         of the store (sources.yml, notes/, what a person put there) no rule writes."""
         parts = path.split("/")
         store = self.root.split("/") if self.root else []
         if parts[:len(store)] != store:
             return False
         inside = parts[len(store):]
-        return inside == ["index.md"] or len(inside) == 2 and inside[1] == "index.md" \
+        return inside == ["index.md"] or len(inside) == 2 and inside[1] in self.GENERATED_FILES \
             or len(inside) > 2 and inside[1] in self.GENERATED
 
 

@@ -1,0 +1,160 @@
+"""The terms a text defines: acronyms and what they stand for, other names it gives a thing
+("X, commonly referred to as Y", "hereafter Y", "also known as Y") and what it says a term
+means ("X means ...", "X is defined as ..."), each with the sentence that defines it.
+
+Pure text: the glossary rule (rules/glossary.py) reads a fact's words through this, and search,
+context and views on request read the glossary to take a reader's word for the source's.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from .prose import STOPWORDS, prose_sentences
+
+Kind = Literal["acronym", "alias", "meaning"]
+
+
+@dataclass(frozen=True)
+class Definition:
+    term: str  # as the source spells it: "MFA", "Velvet Sweatshop"
+    means: str  # what it stands for (an acronym), the other name (an alias), or its definition
+    kind: Kind
+    sentence: str  # the sentence that defines it
+
+
+NAME = r"[A-Za-z][\w'’-]*"
+# "Multi-Factor Authentication (MFA)", "Web Application Firewalls (WAFs)"
+SPELLED_THEN_SHORT = re.compile(rf"((?:{NAME}[ ]){{0,7}}{NAME}) \(([A-Z][A-Za-z0-9]{{1,9}})\)")
+# "DOM (Document Object Model)"
+SHORT_THEN_SPELLED = re.compile(rf"\b([A-Z][A-Z0-9]{{1,9}}s?) \(({NAME}(?: {NAME}){{1,7}})\)")
+QUOTED = r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]"
+OTHER_NAME = rf"(?:{QUOTED}|((?:{NAME}[ ]){{0,4}}{NAME}))"
+# "X, commonly referred to as Y", "X (also known as Y)", "X is often called Y"
+ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME})(?: \([^()]{{1,12}}\))?,? \(?(?:is |are )?(?:commonly |often |also |sometimes |usually )?"
+                   rf"(?:referred to as|known as|called|a\.k\.a\.?|aka) (?:an? |the )?{OTHER_NAME}")
+# "The Open Web Application Security Project (hereafter "OWASP")", "..., hereinafter referred to as Y"
+HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereinafter)(?:,? (?:referred to as|called))?,? "
+                       rf"{OTHER_NAME}", re.I)
+# at a sentence's start: "The term X means ...", "A nonce is defined as ...", "`TypeForm` refers to ..."
+MEANING = re.compile(rf"^(?:(?:The|A|An) )?(?:term |word |phrase )?[\"“'`]?((?:{NAME}[ ]){{0,3}}{NAME})[\"”'`]? "
+                     r"(?:means|is defined as|are defined as|refers to|stands for) (.{8,})$")
+# words that start a clause, not a name: "This means", "It refers to"
+NOT_A_NAME = frozenset("this that it these those which what there here they we he she".split())
+# words between a name and "referred to as": "The company is often referred to as"
+LINKING = frozenset("is are was were often commonly also sometimes usually generally".split())
+# letters a spelled-out word may give its acronym: "Cross-Site Scripting (XSS)", "eXtensible"
+STANDS_FOR = {"cross": "x", "trans": "x", "extensible": "x", "exchange": "x"}
+
+
+def _letters(word: str) -> tuple[set[str], list[str]]:
+    """The letters a word may give an acronym: its first (or the letter a prefix such as "Cross"
+    stands for), then, in order, each hyphenated part's first and each capital inside it."""
+    parts = [p for p in re.split(r"[-–]", word) if p]
+    first = {word[0].lower()} | ({STANDS_FOR[parts[0].lower()]} if parts[0].lower() in STANDS_FOR else set())
+    if word[0].islower():  # "eXternal" gives its X
+        first |= {c.lower() for c in word if c.isupper()}
+    others = [c.lower() for part in parts[1:] for c in part[:1]]
+    others += [c.lower() for c in parts[0][1:] if c.isupper()]
+    return first, others
+
+
+def _spells(words: list[str], short: str) -> bool:
+    """Whether the words, in order, give the acronym's letters: each word its first letter, and
+    then perhaps some of its other letters (_letters) in turn ("XML eXternal Entity (XXE)")."""
+    letters = short.lower()
+
+    def match(w: int, at: int) -> bool:
+        if w == len(words):
+            return at == len(letters)
+        first, others = _letters(words[w])
+        if at == len(letters) or letters[at] not in first:
+            return False
+        at += 1
+        if match(w + 1, at):
+            return True
+        for c in others:
+            if at < len(letters) and letters[at] == c:
+                at += 1
+                if match(w + 1, at):
+                    return True
+        return False
+
+    return match(0, 0)
+
+
+def _acronym(words: str, short: str) -> str | None:
+    """The longest tail of `words` that spells `short` (its plural "s" aside), or None."""
+    short = short[:-1] if short.endswith("s") and len(short) > 2 and short[:-1].isupper() else short
+    if not any(c.isupper() for c in short[1:]) and len(short) > 2 and not short.isupper():
+        return None  # "(Note)", "(Optional)": a word in brackets, not an acronym
+    parts = words.split()
+    for n in range(len(parts), 0, -1):
+        tail = parts[-n:]
+        if tail[0].lower() in STOPWORDS:
+            continue
+        if _spells(tail, short):
+            return " ".join(tail)
+    return None
+
+
+def _name(words: str) -> str:
+    """A name before a defining phrase, cut after the last word that cannot be in it: "The
+    company" -> "company", "Access tokens are" -> ..."""
+    parts = words.split()
+    while parts and parts[-1].lower() in LINKING:
+        parts.pop()
+    for n in range(len(parts) - 1, -1, -1):
+        if parts[n].lower() in STOPWORDS or parts[n].lower() in NOT_A_NAME:
+            return " ".join(parts[n + 1:])
+    return " ".join(parts)
+
+
+def _other(match: re.Match[str], first: int) -> str:
+    quoted, bare = match.group(first), match.group(first + 1)
+    if quoted:
+        return quoted.strip()
+    words = bare.split()
+    # "known as tokens that expire": the name ends before the first word that cannot be in it
+    for n, word in enumerate(words):
+        if word in STOPWORDS:  # "Point Of View" is a name, "nodes that run" is not
+            return " ".join(words[:n])
+    return bare
+
+
+def sentence_definitions(sentence: str) -> list[Definition]:
+    """The terms one sentence defines."""
+    found: list[Definition] = []
+    for words, short in SPELLED_THEN_SHORT.findall(sentence):
+        spelled = _acronym(words, short)
+        if spelled:
+            found.append(Definition(short.rstrip("s") if short[:-1].isupper() else short, spelled, "acronym", sentence))
+    for short, words in SHORT_THEN_SPELLED.findall(sentence):
+        bare = short[:-1] if short.endswith("s") and short[:-1].isupper() else short
+        if _spells(words.split(), bare):
+            found.append(Definition(bare, words, "acronym", sentence))
+    for pattern in (ALIAS, HEREAFTER):
+        for match in pattern.finditer(sentence):
+            name, other = _name(match.group(1)), _other(match, 2)
+            # "what developers have defined, also known as ...": a verb, not a name
+            if name and other and name.lower() != other.lower() and not name.endswith("ed"):
+                found.append(Definition(other, name, "alias", sentence))
+    meaning = MEANING.match(sentence)
+    if meaning and meaning.group(1).split()[0].lower() not in NOT_A_NAME | STOPWORDS:
+        found.append(Definition(meaning.group(1), meaning.group(2).rstrip(". "), "meaning", sentence))
+    return found
+
+
+def definitions(text: str) -> list[Definition]:
+    """The terms a text's prose defines, in the order it defines them (code and markup aside),
+    each once: a term defined again keeps its first definition of each kind."""
+    seen: set[tuple[str, str]] = set()
+    found = []
+    for sentence in prose_sentences(text):
+        for d in sentence_definitions(sentence):
+            key = (d.term.lower(), d.kind)
+            if key not in seen:
+                seen.add(key)
+                found.append(d)
+    return found

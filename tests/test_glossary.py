@@ -1,0 +1,147 @@
+"""The glossary: the terms a source defines (kbuild.text.definitions), each project's page of
+them (rules/glossary.py), and a question in the reader's words taken into the source's
+(kbuild.retrieval.expansion) by search and context."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import kbuild
+
+from kbuild.retrieval.expansion import GlossaryTerm, SameWords, expand
+from kbuild.text.definitions import definitions
+
+DATA = Path(__file__).parent / "data"
+
+
+def found(text: str) -> list[tuple[str, str, str]]:
+    return [(d.term, d.means, d.kind) for d in definitions(text)]
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    # OWASP's cheat sheets, as written
+    ("Cross-Site Scripting (XSS) is a misnomer.", ("XSS", "Cross-Site Scripting", "acronym")),
+    ("Multi-Factor Authentication (MFA) adds a layer.", ("MFA", "Multi-Factor Authentication", "acronym")),
+    ("Role-based access control (RBAC) is a method.", ("RBAC", "Role-based access control", "acronym")),
+    ("An XML eXternal Entity (XXE) attack.", ("XXE", "XML eXternal Entity", "acronym")),
+    ("Use Web Application Firewalls (WAFs) with care.", ("WAF", "Web Application Firewalls", "acronym")),
+    ("The DOM (Document Object Model) is a tree.", ("DOM", "Document Object Model", "acronym")),
+    ("When authorizations are tested, the logical roles are sometimes called a **Point Of View**.",
+     ("Point Of View", "logical roles", "alias")),
+    ("A Kubernetes cluster consists of a set of worker machines, called nodes that run containerized applications.",
+     ("nodes", "worker machines", "alias")),
+    ("Time-based one-time passwords, commonly referred to as TOTP codes, expire.",
+     ("TOTP codes", "Time-based one-time passwords", "alias")),
+    ('The Open Web Application Security Project (hereafter "OWASP") publishes them.',
+     ("OWASP", "Open Web Application Security Project", "alias")),
+    ("A nonce is defined as a number used once.", ("nonce", "a number used once", "meaning")),
+])
+def test_the_terms_a_sentence_defines(sentence, expected):
+    assert expected in found(sentence)
+
+
+@pytest.mark.parametrize("sentence", [
+    "This means that the value is escaped.",  # a clause, no term
+    "See the section (Note) below.",  # a word in brackets, no acronym
+    "Server Side Includes (SSI) and Trident (IE) differ.",  # IE is no initials of Trident
+    "what developers have defined, also known as named property accesses",  # a verb, not a name
+])
+def test_no_term_where_none_is_defined(sentence):
+    assert all(term not in {"IE", "Note", "named property accesses"} for term, _, _ in found(sentence))
+    assert not [f for f in found(sentence) if f[2] == "meaning"]
+
+
+def test_the_owasp_kubernetes_sheet_defines_its_acronyms():
+    text = (DATA / "wild/owasp/Kubernetes_Security_Cheat_Sheet.md").read_text()
+    acronyms = {term: means for term, means, kind in found(text) if kind == "acronym"}
+    assert acronyms["MFA"] == "Multi-Factor Authentication"
+    assert acronyms["RBAC"] == "Role-based access control"
+    assert acronyms["CNCF"] == "Cloud Native Computing Foundation"
+
+
+def term(short: str, long: str, kind: str = "acronym") -> GlossaryTerm:
+    return GlossaryTerm(term=short, means=long, kind=kind, sentence=f"{long} ({short}).", cites=["s/f"])
+
+
+def test_a_question_asks_for_the_other_name_of_each_term_it_names():
+    glossary = [term("MFA", "Multi-Factor Authentication"), term("IT", "Information Technology"),
+                term("nonce", "a number used once", "meaning")]
+    assert expand("how do MFA devices work?", glossary).added == (("MFA", "Multi-Factor Authentication"),)
+    assert expand("multi-factor authentication for admins", glossary).added == (("Multi-Factor Authentication", "MFA"),)
+    assert expand("is it safe", glossary).added == ()  # "it" is not IT
+    assert expand("what is a nonce", glossary).added == ()  # a meaning is no other name
+    assert expand("MFA (multi-factor authentication)", glossary).added == ()
+    assert expand("how do MFA devices work?", glossary).trace() == [
+        "expanded by the glossary: MFA -> Multi-Factor Authentication"]
+
+
+def test_every_name_of_a_term_is_one_word():
+    same = SameWords([term("MFA", "Multi-Factor Authentication")])
+    assert same.one_word("Multi-Factor Authentication (MFA) devices") == same.one_word("MFA devices")
+    assert same.one_word("multi factor authentication") == same.one_word("MFA")
+    assert same.one_word("a mfa-ish word") == "a mfa-ish word"
+
+
+SOURCE = """# Access Standard
+
+## Second factors
+
+Every administrator MUST sign in with Multi-Factor Authentication (MFA). The server keeps the shared secret.
+
+## Devices
+
+A lost MFA device MUST be revoked within 24 hours.
+
+## Sessions
+
+A session ends after 15 minutes without a request.
+"""
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    kbuildfile = tmp_path / "Kbuildfile.py"  # small facts, so that the source has several
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
+    (tmp_path / "standard.md").write_text(SOURCE)
+    assert kbuild(tmp_path, "add", "auth", "standard.md").exit_code == 0
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def test_the_glossary_page_names_each_term_with_its_sentence_and_fact_linked_from_the_project(store):
+    page = (store / "kb/auth/glossary.md").read_text()
+    line = next(line for line in page.splitlines() if line.startswith("- **MFA**"))
+    assert "stands for Multi-Factor Authentication" in line
+    assert '"Every administrator MUST sign in with Multi-Factor Authentication (MFA)."' in line
+    assert "](facts/standard/" in line
+    assert "[glossary.md](glossary.md): 1 term the sources define" in (store / "kb/auth/index.md").read_text()
+    terms = json.loads((store / "kb/auth/glossary.json").read_text())["terms"]
+    assert [(t["term"], t["means"]) for t in terms] == [("MFA", "Multi-Factor Authentication")]
+    assert kbuild(store, "check").exit_code == 0
+
+
+def test_an_edit_of_a_fact_that_defines_nothing_rereads_its_terms_and_writes_no_glossary(store):
+    (store / "standard.md").write_text(SOURCE.replace("15 minutes", "20 minutes"))
+    result = kbuild(store, "build", "--json")
+    assert result.exit_code == 0, result.output
+    executed = json.loads(result.output[result.output.index("{"):])["executed"]
+    assert [q for q in executed if q.startswith('fact_terms("auth","standard",')] != []
+    assert len([q for q in executed if q.startswith("fact_terms(")]) == 1
+    assert 'project_glossary("auth")' not in executed
+
+    (store / "standard.md").write_text(SOURCE.replace("(MFA)", "(MFA), commonly referred to as two-step login"))
+    result = kbuild(store, "build", "--json")
+    assert 'project_glossary("auth")' in json.loads(result.output[result.output.index("{"):])["executed"]
+    assert "**two-step login** another name for Multi-Factor Authentication" in (store / "kb/auth/glossary.md").read_text()
+
+
+def test_context_and_search_take_the_readers_words_for_the_sources_and_trace_it(store):
+    result = kbuild(store, "context", "revoking a lost multi-factor authentication device", "--trace")
+    assert result.exit_code == 0, result.output
+    assert "expanded by the glossary: Multi-Factor Authentication -> MFA" in result.output
+    assert "A lost MFA device MUST be revoked within 24 hours." in result.output
+    result = kbuild(store, "search", "lost multi-factor authentication device")
+    assert result.exit_code == 0 and "Devices" in result.output, result.output
