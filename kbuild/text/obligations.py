@@ -195,8 +195,8 @@ def same_obligation(first: str, second: str) -> bool:
     """Whether two requirements oblige the same, worded the same or nearly: the same strength, the
     same limits (value, unit and comparison), and words that differ by at most a couple added or
     dropped, none that turns the meaning ("not", "before", "only" ...)."""
-    if normative_keyword(first) and STRENGTH.get(normative_keyword(first) or "", normative_keyword(first)) != \
-            STRENGTH.get(normative_keyword(second) or "", normative_keyword(second)):
+    strengths = [normative_keyword(s) or "" for s in (first, second)]
+    if len({STRENGTH.get(k, k) for k in strengths}) > 1:
         return False
     if quantities(first) != quantities(second):
         return False
@@ -207,5 +207,6 @@ def same_obligation(first: str, second: str) -> bool:
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if op == "replace":
             return False
-        changed += a[i1:i2] + b[j1:j2]
+        if op != "equal":
+            changed += a[i1:i2] + b[j1:j2]
     return len(changed) <= WORDING and not set(changed) & TURNING
