@@ -30,6 +30,9 @@ AT_MOST, AT_LEAST, LESS, MORE, AFTER = (Comparison.AT_MOST, Comparison.AT_LEAST,
     ("Payments above 1,000 EUR SHOULD be confirmed by the customer.", [("1,000", "EUR", MORE)]),
     ("The API MUST accept no more than 100 requests per minute.", [("100", "requests per minute", AT_MOST)]),
     ("Uptime SHOULD be at least 99.9%.", [("99.9", "%", AT_LEAST)]),
+    # OWASP Cryptographic Storage Cheat Sheet, emphasis and all
+    ("If RSA must be used, then ensure that the key is at least **2048 bits**.", [("2048", "bits", AT_LEAST)]),
+    ("a deployment with severity score of 7 or greater should be moved up", [("7", "", AT_LEAST)]),
     ("Responses MUST arrive in less than 200 ms.", [("200", "ms", LESS)]),
     ("Passwords MUST be between 8 and 64 characters.", [("8", "characters", AT_LEAST), ("64", "characters", AT_MOST)]),
     ("It SHOULD limit attempts to 5 per passcode.", [("5", "per passcode", AT_MOST)]),
@@ -46,6 +49,7 @@ def test_a_number_keeps_its_unit_and_its_comparison(sentence, found):
     "as described in 5.1, a request over the rate limit MUST return status 429 for 30 seconds.",
     # OWASP XSS Filter Evasion Cheat Sheet
     "Please see RFC 2397 for more details; wait 30 minutes.",
+    "Launched in May 2013, the scanner SHOULD run for 30 minutes.",
 ])
 def test_a_section_number_standard_or_code_is_no_limit(sentence):
     assert [q.written for q in quantities(sentence)] == ["30"]

@@ -101,7 +101,8 @@ def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> st
     lead, colon, rest = sentence.partition(": ")
     body = rest if colon and keyword not in lead else sentence
     subject, _, action = body.partition(keyword)
-    subject = WHERE_STATED.sub("", subject.strip())
+    # the clause that holds the keyword: "See Section 4 for resets; as § 3.2 says, uploads MUST ..."
+    subject = WHERE_STATED.sub("", subject.rsplit(";", 1)[-1].strip())
     conditions = []
     opening = OPENING_CONDITION.match(subject.strip())
     if opening and "," in subject:

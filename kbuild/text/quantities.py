@@ -40,7 +40,8 @@ CUES: tuple[tuple[Comparison, str], ...] = (
     (Comparison.EXACTLY, r"exactly|equal to|equals|set to|precisely"),
     (Comparison.AFTER, r"after|once"),
 )
-CUE = re.compile(r"\b(?:" + "|".join(f"(?P<{c.name}>{p})" for c, p in CUES) + r")\s+(?:the\s+|a\s+|an\s+)?$", re.I)
+CUE = re.compile(r"\b(?:" + "|".join(f"(?P<{c.name}>{p})" for c, p in CUES) + r")\s+(?:the\s+|a\s+|an\s+)?[*_]{0,2}$",
+                 re.I)  # "at least **128 bits**": emphasis is no word
 NEGATION = re.compile(r"\b(?:not|never|no)\b", re.I)
 
 # a word naming what a number counts or measures; its plural is the word with "s" unless listed
@@ -67,6 +68,8 @@ LABEL = re.compile(r"(?:\b(?:sections?|sect?\.|§+|clauses?|chapters?|ch\.|parts
                    r"version|ver\.|v|TLS|SSL|HTTP|HTTP/|status|code|port|level|phase|stage|tier|category|"
                    r"no\.|number|nr\.)|[§#])\s*$", re.I)
 HEADING_NUMBER = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+[A-Z]")
+MONTH = r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+YEAR_BEFORE = re.compile(r"\b(?:" + MONTH + r"|in|since|from|until|by|of|before|after)\s+(?:\d{1,2},?\s+)?$", re.I)
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,8 @@ def is_reference(sentence: str, start: int, end: int) -> bool:
         return True  # "1.2.3": NUMBER stopped after "1.2"
     if start == len(sentence[:start]) - len(sentence[:start].lstrip()) and HEADING_NUMBER.match(sentence[start:]):
         return True  # "5.1 Session handling Sessions MUST ..."
+    if re.fullmatch(r"(?:19|20)\d\d", written) and YEAR_BEFORE.search(before) and not _unit(sentence, end, cued=False):
+        return True  # "launched in May 2013": a year
     if "." in written and not _unit(sentence, end, cued=False) and re.search(r"\b(?:see|in|under|of|from|per)\s+$",
                                                                               before, re.I):
         return True  # "as described in 5.1": a decimal without a unit, where a reference stands
