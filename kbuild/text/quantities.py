@@ -186,9 +186,9 @@ def is_reference(sentence: str, start: int, end: int) -> bool:
     if re.search(r"[A-Za-z]-$", before):
         return True
     written = sentence[start:end]
-    if written.count(".") >= 1 and re.match(r"\.\d", sentence[end:]):
+    if "." in written and re.match(r"\.\d", sentence[end:]):
         return True  # "1.2.3": NUMBER stopped after "1.2"
-    if start == len(sentence[:start]) - len(sentence[:start].lstrip()) and HEADING_NUMBER.match(sentence[start:]):
+    if not sentence[:start].strip() and HEADING_NUMBER.match(sentence[start:]):
         return True  # "5.1 Session handling Sessions MUST ..."
     if re.fullmatch(r"(?:19|20)\d\d", written) and YEAR_BEFORE.search(before) and not _unit(sentence, end, cued=False):
         return True  # "launched in May 2013": a year
