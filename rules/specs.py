@@ -5,10 +5,12 @@ its numbers, RFC 2119 keywords, code names and quoted terms must be there (kbuil
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kbuild.notes import note as notes
 from kbuild.checks.grounding import unsupported
 from kbuild.engine import Context, Problem
-from kbuild.text.obligations import acceptance_failures, normative_keyword
+from kbuild.text.obligations import acceptance_failures, normative_keyword, same_obligation
 from kbuild.store.layout import link
 
 from .guard import unsupported_claims, write_grounded
@@ -18,8 +20,21 @@ from .values import SpecPage
 from .views import view_parts, view_sections
 
 
-@model_rule("spec", "grounding", version=5, settings=("store", "label"),
-            uses=(unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.obligations"), returns=SpecPage)
+def once_each(requirements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each obligation once: a requirement the sources restate (a summary of the rules, the same
+    rule in two sections) is kept where it first stands, citing the facts of both."""
+    kept: list[dict[str, Any]] = []
+    for req in requirements:
+        first = next((k for k in kept if same_obligation(k["statement"], req["statement"])), None)
+        if first is None:
+            kept.append({**req, "cites": list(req["cites"])})
+        else:
+            first["cites"] += [ref for ref in req["cites"] if ref not in first["cites"]]
+    return kept
+
+
+@model_rule("spec", "grounding", version=6, settings=("store", "label"),
+            uses=(once_each, unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.obligations", "kbuild.text.quantities"), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
@@ -27,7 +42,7 @@ async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     _, sections = await view_sections(ctx, project, request.view)
     statements = [{"text": st.text, "cites": st.cites, "origin": sec.origin}
                   for sec in sections for st in sec.statements]
-    requirements = await ctx.settings.backend.write_spec(ctx, name, statements)
+    requirements = once_each(await ctx.settings.backend.write_spec(ctx, name, statements))
     path = store.spec(project, name)
     lines = [f"# Spec: {name}\n",
              f"_What is required to be delivered, written from the [{request.view} view]({link(path, store.view(project, request.view))}). "

@@ -35,11 +35,11 @@ def test_an_acceptance_criterion_says_how_to_test_not_what_was_said():
     assert req is not None and req.keyword == "SHALL"
     assert req.acceptance.startswith("Given the server; when the code is expired")
     assert "then a test passes only if the server can be seen to reject it within 5 seconds" in req.acceptance
-    assert "at 5 seconds it holds, just past 5 seconds it does not" in req.acceptance
+    assert "(at 5 seconds it holds; at 6 seconds it fails)" in req.acceptance
     assert acceptance_failures(req.statement, req.acceptance) == []
 
     floor = requirement("Passwords MUST be at least 12 characters long.")
-    assert "at 12 characters it holds, just short of 12 characters it does not" in floor.acceptance
+    assert "(at 12 characters it holds; at 11 characters it fails)" in floor.acceptance
     never = requirement("A single payment MUST NOT exceed 10,000 EUR.")
     assert "can be seen never to exceed 10,000 EUR" in never.acceptance
 
@@ -48,7 +48,9 @@ def test_a_model_acceptance_that_restates_or_drops_a_limit_is_refused():
     statement = "Refunds MUST be requested within 90 days of the payment."
     assert acceptance_failures(statement, f"A review shows that this holds: \"{statement}\"")
     assert acceptance_failures(statement, "Given a payment, when a refund is requested late, then it is refused.") == \
-        ["does not test its limit 90"]
+        ["does not test its limit 90 days"]
+    assert acceptance_failures(statement, "Given a payment, when a refund is requested at 90 and at 91, then only "
+                                          "the first is accepted.") == ["tests 90 days without the unit; name it with each value"]
 
 
 def test_the_offline_spec_holds_only_requirements_each_with_its_test():
@@ -77,6 +79,6 @@ def test_two_obligations_in_one_sentence_are_each_tested_at_their_own_strength()
             "or the case is a documented exception; and a test passes only if a client can be seen never to "
             "retry more than 5 times in one minute") in req.acceptance
     assert "MUST" not in req.acceptance
-    assert "at 2 seconds it holds, just short of 2 seconds it does not" in req.acceptance
-    assert "at 5 times it holds, just past 5 times it does not" in req.acceptance  # "not more than" is a ceiling
+    assert "(at 2 seconds it holds; at 1 second it fails) and (at 5 times it holds; at 6 times it fails)" \
+        in req.acceptance  # "not more than" is a ceiling
     assert acceptance_failures(req.statement, req.acceptance) == []

@@ -297,8 +297,9 @@ def test_a_view_on_request_holds_only_its_subject_and_its_spec_only_testable_req
         "It SHOULD limit attempts to 5 per passcode."]
     acceptance = [line for line in spec.splitlines() if line.startswith("- Acceptance:")]
     assert len(acceptance) == 3 and all(" when " in a and " then " in a for a in acceptance)
-    assert "try it at 10 minutes and just past 10 minutes" in acceptance[0]
-    assert "try it at 5 and just past 5" in acceptance[2] and "documented exception" in acceptance[2]
+    assert "(at 9 minutes it does not apply yet; at 10 minutes it applies)" in acceptance[0]
+    assert "(at 5 per passcode it holds; at 6 per passcode it fails)" in acceptance[2]
+    assert "documented exception" in acceptance[2]
     # "It SHOULD limit attempts": whom "it" is, from the requirement before it in the same fact
     assert acceptance[2].startswith("- Acceptance: Given the verifier;"), acceptance[2]
 

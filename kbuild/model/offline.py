@@ -12,7 +12,7 @@ import re
 import sys
 from collections import Counter
 
-from ..text import inline, injection, keywords, markdown, obligations, prose, sentences
+from ..text import inline, injection, keywords, markdown, obligations, prose, quantities, sentences
 from ..text.markdown import LIST_ITEM
 from ..text.prose import ANGLED, STOPWORDS, WORD, clean, prose_sentences
 
@@ -165,7 +165,7 @@ class OfflineBackend:
     @property
     def code(self) -> tuple[object, ...]:
         """What decides this backend's answers: part of the fingerprint of every rule that asks."""
-        return (sys.modules[__name__], inline, keywords, markdown, prose, sentences, obligations, injection)
+        return (sys.modules[__name__], inline, keywords, markdown, prose, sentences, obligations, quantities, injection)
 
     async def read_chunk(self, ctx: object, span: str, headings: list[str], title: str, figures: dict[str, str],
                          previous: str, views: dict[str, str], picks: int, check: object = None) -> dict[str, object]:

@@ -9,11 +9,14 @@ obliges someone with its lead-in ("The server MUST:"), so the two are read as on
 """
 from __future__ import annotations
 
+import difflib
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from .keywords import KEYWORD, KEYWORDS
-from .prose import NUMBER, STOPWORDS
+from .prose import NUMBER
+from .quantities import quantities
 
 # a keyword in quotes or code marks is named, not used: 'the key word "SHOULD" ...'
 NAMED_KEYWORD = re.compile(r"[\"'`\u201c\u2018]\s*" + KEYWORD.pattern + r"\s*[\"'`\u201d\u2019]")
@@ -30,11 +33,8 @@ OPEN_END = re.compile(KEYWORD.pattern + r"\s*$|\b(?:must|shall|should|may|will|c
 # a condition a requirement holds under: a clause that opens the sentence, or one after the keyword
 OPENING_CONDITION = re.compile(r"^(?:if|when|whenever|where|unless|once|while|for each|for every)\b[^,]*", re.I)
 TRAILING_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|while)\b[^,;]*", re.I)
-UPPER = re.compile(r"\b(?:within|at most|no more than|not (?:to )?exceed|up to|maximum(?: of)?|no later than|"
-                   r"less than|fewer than|under|below)\s+(?:the\s+)?$", re.I)
-LOWER = re.compile(r"\b(?:at least|minimum(?: of)?|no less than|no fewer than|more than|longer than|"
-                   r"greater than|over|above)\s+(?:the\s+)?$", re.I)
-UNIT = re.compile(r"\s*(%|[A-Za-z]+)?")
+# a clause that says where a rule is written, not whom it obliges: "As § 3.2 says, uploads MUST ..."
+WHERE_STATED = re.compile(r"^(?:as|according to|per|following|under|in line with)\b[^,]*,\s*", re.I)
 # what a test shows, for each strength of keyword: {who} is the requirement's subject, {what} its action
 THEN = {"MUST": "a test passes only if {who} can be seen to {what}",
         "MUST NOT": "a test passes only if {who} can be seen never to {what}",
@@ -82,33 +82,8 @@ def normative_keyword(sentence: str) -> str | None:
     return keyword
 
 
-def _limits(sentence: str) -> list[str]:
-    """Each number of the sentence with the test at its edge: an upper limit holds at the value
-    and fails just past it, a lower one the other way round (a negated lower limit, "not more
-    than", is an upper one); any other value is tried at and just past it."""
-    found = []
-    for match in NUMBER.finditer(sentence):
-        value = match.group().rstrip(".,")
-        unit = (UNIT.match(sentence, match.end()).group(1) or "").strip()
-        unit = "" if unit.lower() in STOPWORDS or unit.lower() == "per" else unit
-        amount = f"{value} {unit}".strip()
-        before = sentence[max(0, match.start() - 40):match.start()]
-        upper, lower = UPPER.search(before), LOWER.search(before)
-        bound = upper or lower
-        if bound and NEGATION.search(before[:bound.start()]):
-            upper, lower = lower, upper  # "MUST NOT retry more than 5 times": 5 is the most
-        if upper:
-            found.append(f"at {amount} it holds, just past {amount} it does not")
-        elif lower:
-            found.append(f"at {amount} it holds, just short of {amount} it does not")
-        else:
-            found.append(f"try it at {amount} and just past {amount}")
-    return found
-
-
 # a second obligation of the same subject: "... SHOULD wait at least 2 seconds and MUST NOT retry ..."
 NEXT_OBLIGATION = re.compile(r",?\s+(?:and|but)\s+(?=\b(?:" + "|".join(KEYWORDS) + r")\b)")
-NEGATION = re.compile(r"\b(?:not|never)\b", re.I)
 
 
 def _lower_first(text: str) -> str:
@@ -126,6 +101,8 @@ def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> st
     lead, colon, rest = sentence.partition(": ")
     body = rest if colon and keyword not in lead else sentence
     subject, _, action = body.partition(keyword)
+    # the clause that holds the keyword: "See Section 4 for resets; as § 3.2 says, uploads MUST ..."
+    subject = WHERE_STATED.sub("", subject.rsplit(";", 1)[-1].strip())
     conditions = []
     opening = OPENING_CONDITION.match(subject.strip())
     if opening and "," in subject:
@@ -152,13 +129,14 @@ def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> st
             what = re.sub(r"^NOT\s+", "", what)
         conditions += [c.strip() for c in TRAILING_CONDITION.findall(what)]
         thens.append(THEN[strength].format(who=subject, what=what))
-    limits = _limits(body)
+    limits = [q.edge() for q in quantities(body)]
     when = "; ".join(re.sub(r"^(?:if|when|whenever)\s+", "", _lower_first(c), flags=re.I) for c in conditions) \
         if conditions else "it is exercised"
     if limits:
         when += ", at each limit"
     then = "; and ".join(thens)
-    return (f"Given {subject}; when {when}; then {then}" + (f" ({'; '.join(limits)})" if limits else "") + ".")
+    edges = " and ".join(f"({edge})" for edge in limits)  # each limit's two sides together
+    return f"Given {subject}; when {when}; then {then}" + (f" {edges}" if edges else "") + "."
 
 
 def subject(sentence: str, keyword: str) -> str:
@@ -177,14 +155,59 @@ def requirement(sentence: str, antecedent: str | None = None) -> Requirement | N
 
 def acceptance_failures(statement: str, acceptance_text: str) -> list[str]:
     """What is wrong with an acceptance criterion written for a requirement (by a model): it must
-    carry every number of the requirement and say more than the requirement's own words."""
+    test every limit of the requirement with its unit (a section number is no limit) and say more
+    than the requirement's own words."""
     failures = []
-    numbers = [n.replace(",", "").rstrip(".") for n in NUMBER.findall(statement)]
     have = {n.replace(",", "").rstrip(".") for n in NUMBER.findall(acceptance_text)}
-    missing = [n for n in dict.fromkeys(numbers) if n not in have]
+    words = set(re.findall(r"[\w%$€£]+", acceptance_text.lower()))
+    missing = [q.amount() for q in quantities(statement) if str(q.value) not in have
+               and q.written.replace(",", "") not in have]
     if missing:
-        failures.append(f"does not test its limit{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        failures.append(f"does not test its limit{'s' if len(missing) > 1 else ''} {', '.join(dict.fromkeys(missing))}")
+    unitless = [q.amount() for q in quantities(statement) if q.unit and q.amount() not in missing
+                and not set(re.findall(r"[\w%]+", q.unit.lower())) & words]
+    if unitless:
+        failures.append(f"tests {', '.join(dict.fromkeys(unitless))} without the unit; name it with each value")
     flat = " ".join(acceptance_text.lower().split())
     if " ".join(statement.lower().split()).rstrip(".") in flat and not re.search(r"\b(given|when|then)\b", flat):
         failures.append("restates the requirement; say how to test it (Given ... When ... Then ...)")
     return failures
+
+
+# keywords of one strength (RFC 2119): "SHALL" obliges as "MUST" does
+STRENGTH = {"SHALL": "MUST", "REQUIRED": "MUST", "SHALL NOT": "MUST NOT", "RECOMMENDED": "SHOULD",
+            "NOT RECOMMENDED": "SHOULD NOT", "OPTIONAL": "MAY"}
+ARTICLES = frozenset({"a", "an", "the"})
+# words that turn what a requirement says when added or dropped: never a difference of wording only
+TURNING = frozenset("not never no nor only without except unless before after more less fewer most least above "
+                    "below over under always".split())
+WORDING = 2  # words a restatement may add or drop, none of them TURNING, and still be the same obligation
+
+
+def _wording(statement: str) -> list[str]:
+    """A requirement's words as compared: NFKC, case and punctuation folded, articles dropped,
+    each keyword as its strength."""
+    text = unicodedata.normalize("NFKC", statement)
+    text = KEYWORD.sub(lambda m: STRENGTH.get(m.group(1), m.group(1)), text)
+    return [w for w in re.findall(r"[\w%$€£.]+", text.casefold().replace(",", "")) if w.strip(".") and w not in ARTICLES]
+
+
+def same_obligation(first: str, second: str) -> bool:
+    """Whether two requirements oblige the same, worded the same or nearly: the same strength, the
+    same limits (value, unit and comparison), and words that differ by at most a couple added or
+    dropped, none that turns the meaning ("not", "before", "only" ...)."""
+    strengths = [normative_keyword(s) or "" for s in (first, second)]
+    if len({STRENGTH.get(k, k) for k in strengths}) > 1:
+        return False
+    if quantities(first) != quantities(second):
+        return False
+    a, b = [w.strip(".") for w in _wording(first)], [w.strip(".") for w in _wording(second)]
+    if a == b:
+        return True
+    changed: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "replace":
+            return False
+        if op != "equal":
+            changed += a[i1:i2] + b[j1:j2]
+    return len(changed) <= WORDING and not set(changed) & TURNING

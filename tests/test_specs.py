@@ -1,0 +1,89 @@
+"""A spec built offline from a source whose limits have units, whose sections have numbers, and
+whose rules are stated twice (issue 53, fault 3): every limit tested at its edge with its unit, no
+section number read as a limit, no requirement twice."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import kbuild
+
+POLICY = """# Account Policy
+
+## 4 Password reset
+
+Password reset links SHALL expire within 5 working days. Passwords MUST be at least 12 characters long.
+
+## 5 Sessions
+
+### 5.1 Session handling
+
+Sessions MUST time out after 30 minutes of inactivity. See Section 4 for resets; as § 3.2 says, uploads MUST NOT exceed 10 MB.
+
+## 6 Summary of the rules
+
+Password reset links SHALL expire within 5 working days. Passwords MUST be at least 12 characters long.
+Sessions MUST time out after 30 minutes of inactivity.
+"""
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root: Path = tmp_path_factory.mktemp("specs")
+    assert kbuild(root, "init", str(root)).exit_code == 0
+    kbuildfile = root / "Kbuildfile.py"  # small facts: a section each, so that a rule restated is in another fact
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
+    (root / "policy.md").write_text(POLICY)
+    assert kbuild(root, "add", "acct", "policy.md").exit_code == 0
+    assert kbuild(root, "view", "add", "acct", "rules", "--about", "limits").exit_code == 0
+    assert kbuild(root, "spec", "add", "acct", "account-rules", "--view", "rules").exit_code == 0
+    result = kbuild(root)
+    assert result.exit_code == 0, result.output
+    return (root / "kb/acct/artifacts/specs/account-rules.md").read_text()
+
+
+def requirements(spec: str) -> dict[str, str]:
+    """Each requirement's statement, with the acceptance criterion under it."""
+    found = re.findall(r"^\*\*R\d+\.\*\* (.*?) \(\[.*?\n\n- Acceptance: (.*)$", spec, flags=re.M)
+    return dict(found)
+
+
+def test_a_limit_is_tested_at_its_edge_with_its_unit(spec):
+    found = requirements(spec)
+    assert "at 5 working days it holds; at 6 working days it fails" in \
+        found["Password reset links SHALL expire within 5 working days."]
+    assert "at 12 characters it holds; at 11 characters it fails" in found["Passwords MUST be at least 12 characters long."]
+    assert "at 29 minutes it does not apply yet; at 30 minutes it applies" in \
+        found["Sessions MUST time out after 30 minutes of inactivity."]
+
+
+def test_a_section_number_is_never_read_as_a_limit(spec):
+    uploads = requirements(spec)["See Section 4 for resets; as § 3.2 says, uploads MUST NOT exceed 10 MB."]
+    assert uploads.startswith("Given uploads; ")
+    assert uploads.endswith("(at 10 MB it holds; at 11 MB it fails).")
+
+
+def test_no_requirement_is_stated_twice_and_the_first_cites_both_facts(spec):
+    statements = re.findall(r"^\*\*R\d+\.\*\* (.*?) \(\[", spec, flags=re.M)
+    assert len(statements) == len(set(statements)) == 4, statements
+    reset = next(line for line in spec.splitlines() if "within 5 working days" in line)
+    assert len(re.findall(r"\]\(\.\./\.\./facts/", reset)) == 2, reset  # the section 4 fact and the section 6 one
+
+
+@pytest.mark.parametrize("first, second, same", [
+    ("Passwords MUST be at least 12 characters long.", "Passwords MUST be at least 12 characters long.", True),
+    ("Password reset links SHALL expire within 5 working days.", "password reset links MUST expire within 5 working days", True),
+    ("Passwords MUST be at least 12 characters long.", "All passwords MUST be at least 12 characters.", True),
+    # another limit, strength or direction is another obligation
+    ("Passwords MUST be at least 12 characters long.", "Passwords MUST be at least 8 characters long.", False),
+    ("Passwords MUST be at least 12 characters long.", "Passwords SHOULD be at least 12 characters long.", False),
+    ("Passwords MUST be at least 12 characters long.", "Passwords MUST be at most 12 characters long.", False),
+    ("Tokens MUST be checked before use.", "Tokens MUST be checked after use.", False),
+    ("Tokens MUST be checked before use.", "Tokens MUST be checked.", False),
+    ("The server MUST log each request.", "The client MUST log each request.", False),
+])
+def test_a_restated_requirement_is_the_same_obligation(first, second, same):
+    from kbuild.text.obligations import same_obligation
+
+    assert same_obligation(first, second) is same
