@@ -136,3 +136,19 @@ def test_each_section_is_one_line_of_the_index_whatever_its_words(store):
     assert any('The "late" shift \\ nights' in d["crumb"] for d in docs)
     best = kbuild(store, "search", "opens at midnight on Fridays").output.splitlines()[0]
     assert best.endswith("kb/shop/facts/hours/hours.md")
+
+
+def test_search_prints_scores_in_rank_order(store):
+    """The fact sections are ranked by the search index and the other pages (views, indexes) by
+    their index lines, two scales: each printed ranking is in the order of its scores, and the
+    second says it is another ranking (a 1.06 printed under a 0.25 read as a wrong order)."""
+    out = kbuild(store, "search", "refund payment", "-n", "10").output.splitlines()
+    assert any("kb/shop/artifacts/views/" in line for line in out)  # both rankings are printed
+    rankings: list[list[float]] = [[]]
+    for line in out:
+        if line.startswith("other pages"):
+            rankings.append([])
+        elif re.match(r"^\s*\d+\.\d+\s+kb/", line):
+            rankings[-1].append(float(line.split()[0]))
+    assert len(rankings) == 2 and all(rankings), out
+    assert all(scores == sorted(scores, reverse=True) for scores in rankings), out

@@ -77,7 +77,9 @@ def search_command(session: Session, query: str | None, project: str | None, lim
     if not hits:
         click.echo("nothing in the store matches; this is a gap (logged: `kbuild search --misses`)")
         return
-    for hit in hits:
+    for n, hit in enumerate(hits):
+        if n and hit.ranked_by != hits[n - 1].ranked_by:  # another ranking: its scores are on another scale
+            click.echo("other pages, ranked by their index lines (scores on their own scale):")
         click.echo(f"{hit.score:6.2f}  {hit.page}\n        {hit.line[:200]}")
     if open_best:
         click.echo("\n" + (spec.root / hits[0].page).read_text())

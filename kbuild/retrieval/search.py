@@ -37,6 +37,9 @@ class Hit:
     page: str  # the page the index line links to, relative to the build root
     index: str  # the index the line stands in
     line: str
+    # what ranked it: "section" (the search index: a fact's best section or summary) or "index
+    # line" (the other pages, views and specs, by BM25 over the index lines): two scales
+    ranked_by: str = "section"
 
 
 def store_folder(spec: Buildfile) -> Path:
@@ -275,7 +278,7 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
         for i, score in rank([line for _, _, line in rows], query):
             if rows[i][1] not in seen:
                 seen.add(rows[i][1])
-                hits.append(Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2]))
+                hits.append(Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2], "index line"))
     return hits[:limit]
 
 
