@@ -91,18 +91,25 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
 INDEX_FOLDER = "search-index"
 INDEX_FORMAT = 1
 VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
-# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009): a section scores 1/(K + rank) in
-# each ranking that lists it, summed. Ranks, not scores, because a BM25 score and a cosine are on
-# scales that cannot be compared (BM25 grows with the question's length, a cosine does not), and
-# a weighted sum would need a weight tuned per corpus; K = 60 is the paper's, which damps the
-# difference between the first few places so that neither ranking alone decides the top.
+# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009), weighted: a section scores
+# 1/(K + its place by words) + SEMANTIC_WEIGHT/(K + its place by meaning). Ranks, not scores,
+# because a BM25 score and a cosine are on scales that cannot be compared (BM25 grows with the
+# question's length, a cosine does not); K = 60 is the paper's, which damps the difference
+# between the first few places. Words dominate: with the weight below 1, a section no word of
+# the question is in scores at most SEMANTIC_WEIGHT/(K + 1), below the first 60 by words; and a
+# section that matches the question's words no more than STRONG_SHARE as well as the best match gets
+# no place by meaning at all, so a weak word match near in meaning ("lexical #174, semantic #2",
+# issue 53) cannot outrank the best match by words. Meaning reorders the strong word matches and
+# adds, after them, the sections no word finds.
 RRF_K = 60
-# Only the sections nearest in meaning take part in the fusion (SemanticSettings.depth, 10 per
-# index): the few nearest are what meaning adds (a section no word of the question is in);
-# further down, a small static model's order is noise that pushes sections the words found well
-# out of the budget. On the golden set with the 64-dimension static model (README, "Semantic
-# ranking"), recall at 2,500 / 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87 with 20, 0.85 /
-# 0.89 with 10.
+SEMANTIC_WEIGHT = 0.5
+STRONG_SHARE = 0.5
+# Only the sections nearest in meaning take part in the fusion (SemanticSettings.depth, 10 across
+# all the projects asked, not per project): the few nearest are what meaning adds (a section no
+# word of the question is in); further down, a small static model's order is noise that pushes
+# sections the words found well out of the budget. On the golden set with the 64-dimension static
+# model (docs/retrieval.md), recall at 2,500 / 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87
+# with 20, 0.85 / 0.89 with 10.
 
 
 @dataclass
@@ -229,15 +236,20 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     if not usable:
         return list(rows.values())
     vector = embedder.vector(query)
+    # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
     by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
-                        key=lambda r: -r[0])
+                        key=lambda r: -r[0])[:embedder.depth]
+    strong = STRONG_SHARE * lexical[0][0] if lexical else 0.0
     for place, (_, at, n) in enumerate(by_meaning, start=1):
         row = rows.get((at, n))
         if row is None:
             row = rows[(at, n)] = Ranked(0.0, indexes[at].doc(n), [])
+        elif row.score <= strong:
+            continue  # a weak word match: its place by words alone decides
         row.semantic = place
     for row in rows.values():
-        row.score = sum(1 / (RRF_K + place) for place in (row.lexical, row.semantic) if place is not None)
+        row.score = ((1 / (RRF_K + row.lexical) if row.lexical else 0.0)
+                     + (SEMANTIC_WEIGHT / (RRF_K + row.semantic) if row.semantic else 0.0))
     # ties (equal ranks) go to the better place by words, then by meaning: reproducible
     return sorted(rows.values(), key=lambda r: (-r.score, r.lexical or len(rows) + 1, r.semantic or len(rows) + 1))
 
@@ -344,7 +356,7 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     used = estimate_tokens(HEADER.format(question=question))
     kept: list[Section] = []
     rest: list[Section] = []
-    trace = [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank"] if embedder else []
+    trace = [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank, words first"] if embedder else []
     trace += meaning.notes
     fmt = "6.4f" if embedder else "6.2f"  # a fused score is a sum of 1/(60 + rank): small
     for row in rows:
