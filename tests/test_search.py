@@ -152,3 +152,28 @@ def test_search_prints_scores_in_rank_order(store):
             rankings[-1].append(float(line.split()[0]))
     assert len(rankings) == 2 and all(rankings), out
     assert all(scores == sorted(scores, reverse=True) for scores in rankings), out
+
+
+def test_a_word_one_project_mentions_once_does_not_outrank_the_project_about_it(tmp_path):
+    """Each project has an index of its own: a word everywhere in one project is rare in another
+    that mentions it once. Scored per project, the single mention came first; scored as one
+    store, the sections about it do."""
+    about = "# Injection\n\n" + "".join(
+        f"## {title}\n\n" + f"Injection {text}. " * 3 + "\n\n"
+        for title, text in (("Defenses", "is stopped by prepared statements and bound parameters"),
+                            ("Anatomy", "happens when input is pasted into a query"),
+                            ("Stored procedures", "can still happen inside a stored procedure"),
+                            ("Escaping", "escaping is fragile and discouraged")))
+    other = "# Passwords\n\n" + "".join(
+        f"## {title}\n\n{text}\n\n" for title, text in (
+            ("Peppers", "A pepper protects the hashes when an attacker reads the database through an injection."),
+            ("Salts", "A salt is unique to each password and stored with the hash."),
+            ("Work factors", "The work factor slows each guess of a password."),
+            ("Algorithms", "Argon2id is the first choice, then scrypt, then bcrypt.")))
+    small_store(tmp_path, {"injection.md": about}, project="sql")
+    (tmp_path / "passwords.md").write_text(other)
+    assert kbuild(tmp_path, "add", "passwords", "passwords.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    result = kbuild(tmp_path, "context", "injection", "--budget", "300", "--trace")
+    kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+    assert kept and "kb/sql/" in kept[0], result.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import posixpath
 import re
@@ -170,6 +171,14 @@ class SearchIndex:
             return []
         return self.index.ranked(query_terms(query, self.abbreviations))
 
+    def frequency(self, term: str) -> int:
+        """How many of the index's sections hold `term` (a stemmed word), read off bm25s's postings."""
+        n = self.index.vocabulary.get(term) if self.index is not None else None
+        if n is None:
+            return 0
+        starts = self.index.retriever.scores["indptr"]
+        return int(starts[n + 1] - starts[n])
+
     def vectors(self) -> tuple[dict[str, object], np.ndarray] | None:
         """vectors.json and vectors.npy (memory-mapped), or None when the build made none."""
         meta_file = self.folder / "vectors.json"
@@ -224,7 +233,8 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     (indexes whose vectors another embedder made, or none, are ranked by words only; `meaning`
     collects why)."""
     indexes = search_indexes(store, project)
-    lexical = sorted(((score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query)),
+    found = [(score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query)]
+    lexical = sorted(_on_one_scale(indexes, found) if len(indexes) > 1 else found,
                      key=lambda r: -r[0])  # stable: ties keep each index's own order
     rows = {(at, n): Ranked(score, indexes[at].doc(n), why, lexical=place)
             for place, (score, at, n, why) in enumerate(lexical, start=1)}
@@ -252,6 +262,29 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
                      + (SEMANTIC_WEIGHT / (RRF_K + row.semantic) if row.semantic else 0.0))
     # ties (equal ranks) go to the better place by words, then by meaning: reproducible
     return sorted(rows.values(), key=lambda r: (-r.score, r.lexical or len(rows) + 1, r.semantic or len(rows) + 1))
+
+
+def _idf(sections: int, holding: int) -> float:
+    return math.log(1 + (sections - holding + 0.5) / (holding + 0.5))  # bm25s's (Lucene's) idf
+
+
+def _on_one_scale(indexes: list[SearchIndex], found: list[tuple[float, int, int, list[tuple[str, float]]]]
+                  ) -> list[tuple[float, int, int, list[tuple[str, float]]]]:
+    """The sections of several projects' indexes scored as if in one index: each matched word's
+    share rescaled from its rarity in its own project to its rarity in all of them. Each project
+    has an index of its own, and a word everywhere in one project (\"injection\" in the SQL
+    injection sheet) is rare in another that mentions it once: scored per project, that one
+    mention outranked the sections that are about it (issue 53)."""
+    terms = {term for *_, why in found for term, _ in why}
+    holding = [{term: index.frequency(term) for term in terms} for index in indexes]
+    sizes = [len(index._lines) for index in indexes]
+    everywhere = {term: _idf(sum(sizes), sum(h[term] for h in holding)) for term in terms}
+    rescaled = []
+    for _, at, n, why in found:
+        shares = sorted(((term, share * everywhere[term] / _idf(sizes[at], holding[at][term])) for term, share in why),
+                        key=lambda x: (-x[1], x[0]))
+        rescaled.append((sum(share for _, share in shares), at, n, shares))
+    return rescaled
 
 
 def _vectors_usable(index: SearchIndex, embedder: QuestionEmbedder, meaning: Meaning) -> bool:
