@@ -16,7 +16,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..text.ranking import SectionIndex, query_terms, rank
 from ..text.tokens import estimate_tokens
@@ -40,7 +40,7 @@ class Hit:
     line: str
     # what ranked it: "section" (the search index: a fact's best section or summary) or "index
     # line" (the other pages, views and specs, by BM25 over the index lines): two scales
-    ranked_by: str = "section"
+    ranked_by: Literal["section", "index line"] = "section"
 
 
 def store_folder(spec: Buildfile) -> Path:
@@ -171,6 +171,9 @@ class SearchIndex:
             return []
         return self.index.ranked(query_terms(query, self.abbreviations))
 
+    def __len__(self) -> int:  # its sections
+        return len(self._lines)
+
     def frequency(self, term: str) -> int:
         """How many of the index's sections hold `term` (a stemmed word), read off bm25s's postings."""
         n = self.index.vocabulary.get(term) if self.index is not None else None
@@ -272,12 +275,12 @@ def _on_one_scale(indexes: list[SearchIndex], found: list[tuple[float, int, int,
                   ) -> list[tuple[float, int, int, list[tuple[str, float]]]]:
     """The sections of several projects' indexes scored as if in one index: each matched word's
     share rescaled from its rarity in its own project to its rarity in all of them. Each project
-    has an index of its own, and a word everywhere in one project (\"injection\" in the SQL
+    has an index of its own, and a word everywhere in one project ("injection" in the SQL
     injection sheet) is rare in another that mentions it once: scored per project, that one
     mention outranked the sections that are about it (issue 53)."""
     terms = {term for *_, why in found for term, _ in why}
     holding = [{term: index.frequency(term) for term in terms} for index in indexes]
-    sizes = [len(index._lines) for index in indexes]
+    sizes = [len(index) for index in indexes]
     everywhere = {term: _idf(sum(sizes), sum(h[term] for h in holding)) for term in terms}
     rescaled = []
     for _, at, n, why in found:
