@@ -1,6 +1,16 @@
-"""The search index against bm25s: load and query times over a synthetic store of sections.
+"""The search index against bm25s: load and query times over a synthetic store of sections; and
+recall on the golden sets.
 
     python benchmarks/retrieval.py [SECTIONS]
+    python benchmarks/retrieval.py golden
+
+`golden` builds a store for each golden set (tests/data/retrieval-questions.json over the four
+PEPs, tests/data/retrieval-questions-owasp.json over four OWASP Cheat Sheets), each source a
+project of its own, with the offline backend and, when `kbuild[semantic]` is installed, the
+static model2vec model; then prints one table: `kbuild eval` ranked by words only, by words and
+meaning fused, and the baseline, BM25 (bm25s, kbuild's stemmed words) over the sources' raw
+paragraphs (blank-line separated), the best paragraphs kept while they fit the same budget,
+counted by the same token estimate. Runs the kbuild of the Python that runs it.
 
 Sections of ~120 words drawn from a Zipf vocabulary of 30,000 words (a real store's shape: a
 few words everywhere, most rare); queries of 8 words. Reports, for kbuild's hand-written
@@ -10,9 +20,13 @@ and the mean of the next 50.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import random
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -158,5 +172,85 @@ def main(n: int) -> None:
               f"next {sum(timed[1:]) / 10 * 1000:7.1f} ms  (sections.json {(folder / 'sections.json').stat().st_size / 1e6:.0f} MB)")
 
 
+DATA = Path(__file__).resolve().parent.parent / "tests/data"
+OWASP = ("Password_Storage", "SQL_Injection_Prevention", "HTTP_Headers", "Session_Management")
+GOLDEN = {  # set: (questions, {project: source})
+    "PEPs": (DATA / "retrieval-questions.json",
+             {"pep-0008": DATA / "corpus/pep-0008.rst", "pep-0020": DATA / "corpus/pep-0020.rst",
+              "pep-0810": DATA / "corpus/pep-0810.rst", "pep-0747": DATA / "pep-0747/rev-11.rst"}),
+    "OWASP": (DATA / "retrieval-questions-owasp.json",
+              {name.lower().replace("_", "-"): DATA / f"owasp/{name}_Cheat_Sheet.md" for name in OWASP}),
+}
+BUDGETS = (2500, 5000, 10000, 15000)
+
+
+def _kbuild(root: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "kbuild", "-C", str(root), *args], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"kbuild {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+def _recalls(root: Path, questions: Path, *flags: str) -> list[float]:
+    answer = json.loads(_kbuild(root, "eval", str(questions), "--json", *flags))
+    return [b["recall"] for b in answer["budgets"]]
+
+
+def paragraph_baseline(questions: Path, sources: dict[str, Path]) -> list[float]:
+    """BM25 over the raw paragraphs: the best ones kept while the budget holds them."""
+    from kbuild.retrieval.evaluate import answered, load_questions
+    from kbuild.text.ranking import rank
+    from kbuild.text.tokens import estimate_tokens
+
+    paragraphs = [p.strip() for path in sources.values() for p in re.split(r"\n\s*\n", path.read_text("utf-8"))
+                  if p.strip()]
+    asked = load_questions(questions)
+    ranked = {q.q: rank(paragraphs, q.q) for q in asked}
+    recalls = []
+    for budget in BUDGETS:
+        found = 0
+        for q in asked:
+            used, kept = 0, []
+            for n, _ in ranked[q.q]:
+                cost = estimate_tokens(paragraphs[n] + "\n\n")
+                if used + cost <= budget:
+                    kept.append(paragraphs[n])
+                    used += cost
+            found += answered("\n\n".join(kept), q, set())
+        recalls.append(found / len(asked))
+    return recalls
+
+
+def golden() -> None:
+    semantic = importlib.util.find_spec("model2vec") is not None and importlib.util.find_spec("static_model") is not None
+    print("| set | method | " + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
+    print("|---|---|" + "---:|" * len(BUDGETS))
+    for name, (questions, sources) in GOLDEN.items():
+        rows = {}
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            _kbuild(root, "init", str(root))
+            if semantic:
+                kbuildfile = root / "Kbuildfile.py"
+                kbuildfile.write_text(kbuildfile.read_text().replace(
+                    "cap_tokens=4000)", 'cap_tokens=4000, semantic={"source": "model2vec"})'))
+            for project, path in sources.items():
+                shutil.copy(path, root / path.name)
+                _kbuild(root, "add", project, path.name)
+            _kbuild(root)
+            rows["`kbuild context`, words only"] = _recalls(root, questions, "--lexical")
+            if semantic:
+                rows["`kbuild context`, words and meaning fused (model2vec)"] = _recalls(root, questions)
+        rows["BM25 over the raw paragraphs"] = paragraph_baseline(questions, sources)
+        count = len(json.loads(questions.read_text())["questions"])
+        for method, recalls in rows.items():
+            print(f"| {name} ({count}) | {method} | " + " | ".join(f"{r:.2f}" for r in recalls) + " |")
+    if not semantic:
+        print("\n(fused ranking not measured: pip install 'kbuild[semantic]')")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    if sys.argv[1:] == ["golden"]:
+        golden()
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)

@@ -136,3 +136,44 @@ def test_each_section_is_one_line_of_the_index_whatever_its_words(store):
     assert any('The "late" shift \\ nights' in d["crumb"] for d in docs)
     best = kbuild(store, "search", "opens at midnight on Fridays").output.splitlines()[0]
     assert best.endswith("kb/shop/facts/hours/hours.md")
+
+
+def test_search_prints_scores_in_rank_order(store):
+    """The fact sections are ranked by the search index and the other pages (views, indexes) by
+    their index lines, two scales: each printed ranking is in the order of its scores, and the
+    second says it is another ranking (a 1.06 printed under a 0.25 read as a wrong order)."""
+    out = kbuild(store, "search", "refund payment", "-n", "10").output.splitlines()
+    assert any("kb/shop/artifacts/views/" in line for line in out)  # both rankings are printed
+    rankings: list[list[float]] = [[]]
+    for line in out:
+        if line.startswith("other pages"):
+            rankings.append([])
+        elif re.match(r"^\s*\d+\.\d+\s+kb/", line):
+            rankings[-1].append(float(line.split()[0]))
+    assert len(rankings) == 2 and all(rankings), out
+    assert all(scores == sorted(scores, reverse=True) for scores in rankings), out
+
+
+def test_a_word_one_project_mentions_once_does_not_outrank_the_project_about_it(tmp_path):
+    """Each project has an index of its own: a word everywhere in one project is rare in another
+    that mentions it once. Scored per project, the single mention came first; scored as one
+    store, the sections about it do."""
+    about = "# Injection\n\n" + "".join(
+        f"## {title}\n\n" + f"Injection {text}. " * 3 + "\n\n"
+        for title, text in (("Defenses", "is stopped by prepared statements and bound parameters"),
+                            ("Anatomy", "happens when input is pasted into a query"),
+                            ("Stored procedures", "can still happen inside a stored procedure"),
+                            ("Escaping", "escaping is fragile and discouraged")))
+    other = "# Passwords\n\n" + "".join(
+        f"## {title}\n\n{text}\n\n" for title, text in (
+            ("Peppers", "A pepper protects the hashes when an attacker reads the database through an injection."),
+            ("Salts", "A salt is unique to each password and stored with the hash."),
+            ("Work factors", "The work factor slows each guess of a password."),
+            ("Algorithms", "Argon2id is the first choice, then scrypt, then bcrypt.")))
+    small_store(tmp_path, {"injection.md": about}, project="sql")
+    (tmp_path / "passwords.md").write_text(other)
+    assert kbuild(tmp_path, "add", "passwords", "passwords.md").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    result = kbuild(tmp_path, "context", "injection", "--budget", "300", "--trace")
+    kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+    assert kept and "kb/sql/" in kept[0], result.output

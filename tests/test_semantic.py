@@ -219,5 +219,52 @@ def test_the_mcp_server_ranks_by_meaning_too(store, server):
         assert any("lexical -, semantic #" in line for line in context["trace"])
         hits = structured(await session.call_tool("search", {"query": QUESTION, "limit": 1}))
         assert "refunds" in json.dumps(hits["hits"][0]).lower()
+        words = structured(await session.call_tool("context", {"question": QUESTION, "budget": 600, "lexical": True}))
+        assert words["gap"] and not any("semantic" in line for line in words["trace"])  # no word of it is there
+        by_words = structured(await session.call_tool("search", {"query": QUESTION, "lexical": True}))
+        assert "refunds" not in json.dumps(by_words["hits"][:1]).lower()
 
     anyio.run(session_run, store, script)
+
+
+ALIKE = hashed_vector("alike")
+
+
+def alike_or_opposite(text: str) -> list[float]:
+    """The question and every section that says "alike" share one vector; every other section
+    points the other way (a cosine of -1: not near in meaning at all)."""
+    return ALIKE if "alike" in text or len(text.split()) < 8 else [-x for x in ALIKE]
+
+
+def test_a_weak_word_match_near_in_meaning_never_outranks_the_best_word_match(tmp_path, monkeypatch):
+    """Four projects: the best match by words (every word of the question, no place by meaning)
+    stays first, above sections of three other projects that hold one word of the question and
+    are the nearest in meaning; and the sections nearest in meaning are one shortlist of `depth`
+    across the projects, not `depth` per project (12 sections near in meaning, 10 places)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with ScriptedServer(embed=alike_or_opposite) as server:
+        root = tmp_path
+        assert kbuild(root, "init", str(root)).exit_code == 0
+        (root / "Kbuildfile.py").write_text(KBUILDFILE.format(semantic={
+            "source": "openai", "model": "m", "base_url": f"{server.url}/v1", "api_key": "test"}))
+        (root / "rules.md").write_text("# Refund rules\n\n" + _section(
+            "Deadline", "The refund deadline is ninety days: after the refund deadline no refund is paid."))
+        assert kbuild(root, "add", "rules", "rules.md").exit_code == 0
+        for project in ("north", "south", "east"):
+            (root / f"{project}.md").write_text(f"# {project.title()} office\n\n" + "".join(
+                _section(f"Topic {n}", f"The {project} office {topic} alike, and keeps one refund form on file.")
+                for n, topic in enumerate(("opens at nine", "closes at six", "ships parcels daily",
+                                           "answers the phone")))
+                + "## Other\n\n" + "Nothing here at all. " * 40 + "\n")
+            assert kbuild(root, "add", project, f"{project}.md").exit_code == 0
+        built(root)
+        result = kbuild(root, "context", "refund deadline of ninety days", "--budget", "5000", "--trace")
+        assert result.exit_code == 0, result.output
+        kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+        assert "Deadline" in kept[0] and "lexical #1," in kept[0], result.output
+        by_meaning = kbuild(root, "context", "similar things", "--budget", "5000", "--trace").output  # no word matches
+        places = [int(n) for n in re.findall(r"semantic #(\d+)", by_meaning)]
+        assert places and max(places) <= 10 and "semantic #11" not in by_meaning, by_meaning
+        words = kbuild(root, "context", "refund deadline of ninety days", "--budget", "5000", "--trace", "--lexical")
+        assert words.exit_code == 0 and "semantic" not in words.output, words.output

@@ -40,11 +40,12 @@ def by_meaning(look: Callable[[QuestionEmbedder | None], T], spec: Buildfile, en
 @click.option("--project", help="Search one project only (a folder under the store, by its name).")
 @click.option("-n", "--limit", default=5, show_default=True)
 @click.option("--open", "open_best", is_flag=True, help="Print the page behind the best hit.")
+@click.option("--lexical", is_flag=True, help="Rank by words only, even when the Kbuildfile turns semantic ranking on.")
 @click.option("--misses", is_flag=True, help="List logged queries that found nothing.")
 @json_option
 @pass_session
 def search_command(session: Session, query: str | None, project: str | None, limit: int, open_best: bool,
-                   misses: bool, as_json: bool) -> None:
+                   misses: bool, lexical: bool, as_json: bool) -> None:
     """BM25 over the sections of the facts and their summaries (the index the build writes), then the other index lines; every lookup is logged.
 
     Example: kbuild search "how long do refunds take" --open
@@ -66,7 +67,7 @@ def search_command(session: Session, query: str | None, project: str | None, lim
     if not query:
         raise KbuildError("give a query, or --misses", WRONG)
     hits = by_meaning(lambda embedder: search(store_folder(spec), spec.root, query, project, limit, embedder),
-                      spec, engine)
+                      spec, engine, lexical)
     log_lookup(lookups, query, project, hits)
     if as_json:
         answer = search_answer(query, project, hits)
@@ -77,7 +78,9 @@ def search_command(session: Session, query: str | None, project: str | None, lim
     if not hits:
         click.echo("nothing in the store matches; this is a gap (logged: `kbuild search --misses`)")
         return
-    for hit in hits:
+    for n, hit in enumerate(hits):
+        if n and hit.ranked_by != hits[n - 1].ranked_by:  # another ranking: its scores are on another scale
+            click.echo("other pages, ranked by their index lines (scores on their own scale):")
         click.echo(f"{hit.score:6.2f}  {hit.page}\n        {hit.line[:200]}")
     if open_best:
         click.echo("\n" + (spec.root / hits[0].page).read_text())
@@ -91,10 +94,11 @@ def search_command(session: Session, query: str | None, project: str | None, lim
               "matched words (with semantic ranking on, its place by words and by meaning).")
 @click.option("--history", is_flag=True, help="Include notes that were superseded or withdrawn (each says which "
                                               "note replaced it).")
+@click.option("--lexical", is_flag=True, help="Rank by words only, even when the Kbuildfile turns semantic ranking on.")
 @json_option
 @pass_session
 def context(session: Session, question: str, project: str | None, budget: int, trace: bool, history: bool,
-            as_json: bool) -> None:
+            lexical: bool, as_json: bool) -> None:
     """Compose a context for a coding agent from the store, within a token budget.
 
     Example: kbuild context "how are refunds limited?" --budget 2000 > context.md
@@ -106,7 +110,7 @@ def context(session: Session, question: str, project: str | None, budget: int, t
     kept, summarised, lines = by_meaning(
         lambda embedder: compose(store_folder(spec), spec.root, question, budget, project, history=history,
                                  embedder=embedder),
-        spec, engine)
+        spec, engine, lexical)
     log_lookup(LocalState(engine.state_dir).lookups, question, project, [h for s in kept + summarised for h in s.hits])
     text = render_context(question, kept, summarised)
     if as_json:

@@ -47,8 +47,8 @@ class SemanticSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     batch_size: int = Field(256, gt=0, le=MAX_INPUTS)  # inputs per /embeddings request
-    # the sections nearest in meaning that join the fusion with the words' ranking, per index: 10
-    # for a small static model, whose order further down is noise (kbuild/retrieval/search.py); a strong
+    # the sections nearest in meaning that join the fusion with the words' ranking, across all the
+    # projects asked (one shortlist, not one per project): 10 for a small static model, whose order further down is noise (kbuild/retrieval/search.py); a strong
     # model may take more. Read when a question is asked, so changing it rebuilds nothing.
     depth: int = Field(10, gt=0)
     timeout: float = Field(60.0, gt=0)

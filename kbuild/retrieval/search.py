@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..text.ranking import SectionIndex, query_terms, rank
 from ..text.tokens import estimate_tokens
@@ -38,6 +39,9 @@ class Hit:
     page: str  # the page the index line links to, relative to the build root
     index: str  # the index the line stands in
     line: str
+    # what ranked it: "section" (the search index: a fact's best section or summary) or "index
+    # line" (the other pages, views and specs, by BM25 over the index lines): two scales
+    ranked_by: Literal["section", "index line"] = "section"
 
 
 def store_folder(spec: Buildfile) -> Path:
@@ -89,18 +93,25 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
 INDEX_FOLDER = "search-index"
 INDEX_FORMAT = 1
 VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
-# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009): a section scores 1/(K + rank) in
-# each ranking that lists it, summed. Ranks, not scores, because a BM25 score and a cosine are on
-# scales that cannot be compared (BM25 grows with the question's length, a cosine does not), and
-# a weighted sum would need a weight tuned per corpus; K = 60 is the paper's, which damps the
-# difference between the first few places so that neither ranking alone decides the top.
+# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009), weighted: a section scores
+# 1/(K + its place by words) + SEMANTIC_WEIGHT/(K + its place by meaning). Ranks, not scores,
+# because a BM25 score and a cosine are on scales that cannot be compared (BM25 grows with the
+# question's length, a cosine does not); K = 60 is the paper's, which damps the difference
+# between the first few places. Words dominate: with the weight below 1, a section no word of
+# the question is in scores at most SEMANTIC_WEIGHT/(K + 1), below the first 60 by words; and a
+# section that matches the question's words no more than STRONG_SHARE as well as the best match gets
+# no place by meaning at all, so a weak word match near in meaning ("lexical #174, semantic #2",
+# issue 53) cannot outrank the best match by words. Meaning reorders the strong word matches and
+# adds, after them, the sections no word finds.
 RRF_K = 60
-# Only the sections nearest in meaning take part in the fusion (SemanticSettings.depth, 10 per
-# index): the few nearest are what meaning adds (a section no word of the question is in);
-# further down, a small static model's order is noise that pushes sections the words found well
-# out of the budget. On the golden set with the 64-dimension static model (README, "Semantic
-# ranking"), recall at 2,500 / 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87 with 20, 0.85 /
-# 0.89 with 10.
+SEMANTIC_WEIGHT = 0.5
+STRONG_SHARE = 0.5
+# Only the sections nearest in meaning take part in the fusion (SemanticSettings.depth, 10 across
+# all the projects asked, not per project): the few nearest are what meaning adds (a section no
+# word of the question is in); further down, a small static model's order is noise that pushes
+# sections the words found well out of the budget. On the golden set with the 64-dimension static
+# model (docs/retrieval.md), recall at 2,500 / 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87
+# with 20, 0.85 / 0.89 with 10.
 
 
 @dataclass
@@ -161,6 +172,17 @@ class SearchIndex:
             return []
         return self.index.ranked(query_terms(query, self.abbreviations))
 
+    def __len__(self) -> int:  # its sections
+        return len(self._lines)
+
+    def frequency(self, term: str) -> int:
+        """How many of the index's sections hold `term` (a stemmed word), read off bm25s's postings."""
+        n = self.index.vocabulary.get(term) if self.index is not None else None
+        if n is None:
+            return 0
+        starts = self.index.retriever.scores["indptr"]
+        return int(starts[n + 1] - starts[n])
+
     def vectors(self) -> tuple[dict[str, object], np.ndarray] | None:
         """vectors.json and vectors.npy (memory-mapped), or None when the build made none."""
         meta_file = self.folder / "vectors.json"
@@ -215,7 +237,8 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     (indexes whose vectors another embedder made, or none, are ranked by words only; `meaning`
     collects why)."""
     indexes = search_indexes(store, project)
-    lexical = sorted(((score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query)),
+    found = [(score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query)]
+    lexical = sorted(_on_one_scale(indexes, found) if len(indexes) > 1 else found,
                      key=lambda r: -r[0])  # stable: ties keep each index's own order
     rows = {(at, n): Ranked(score, indexes[at].doc(n), why, lexical=place)
             for place, (score, at, n, why) in enumerate(lexical, start=1)}
@@ -227,17 +250,45 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     if not usable:
         return list(rows.values())
     vector = embedder.vector(query)
+    # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
     by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
-                        key=lambda r: -r[0])
+                        key=lambda r: -r[0])[:embedder.depth]
+    strong = STRONG_SHARE * lexical[0][0] if lexical else 0.0
     for place, (_, at, n) in enumerate(by_meaning, start=1):
         row = rows.get((at, n))
         if row is None:
             row = rows[(at, n)] = Ranked(0.0, indexes[at].doc(n), [])
+        elif row.score <= strong:
+            continue  # a weak word match: its place by words alone decides
         row.semantic = place
     for row in rows.values():
-        row.score = sum(1 / (RRF_K + place) for place in (row.lexical, row.semantic) if place is not None)
+        row.score = ((1 / (RRF_K + row.lexical) if row.lexical else 0.0)
+                     + (SEMANTIC_WEIGHT / (RRF_K + row.semantic) if row.semantic else 0.0))
     # ties (equal ranks) go to the better place by words, then by meaning: reproducible
     return sorted(rows.values(), key=lambda r: (-r.score, r.lexical or len(rows) + 1, r.semantic or len(rows) + 1))
+
+
+def _idf(sections: int, holding: int) -> float:
+    return math.log(1 + (sections - holding + 0.5) / (holding + 0.5))  # bm25s's (Lucene's) idf
+
+
+def _on_one_scale(indexes: list[SearchIndex], found: list[tuple[float, int, int, list[tuple[str, float]]]]
+                  ) -> list[tuple[float, int, int, list[tuple[str, float]]]]:
+    """The sections of several projects' indexes scored as if in one index: each matched word's
+    share rescaled from its rarity in its own project to its rarity in all of them. Each project
+    has an index of its own, and a word everywhere in one project ("injection" in the SQL
+    injection sheet) is rare in another that mentions it once: scored per project, that one
+    mention outranked the sections that are about it (issue 53)."""
+    terms = {term for *_, why in found for term, _ in why}
+    holding = [{term: index.frequency(term) for term in terms} for index in indexes]
+    sizes = [len(index) for index in indexes]
+    everywhere = {term: _idf(sum(sizes), sum(h[term] for h in holding)) for term in terms}
+    rescaled = []
+    for _, at, n, why in found:
+        shares = sorted(((term, share * everywhere[term] / _idf(sizes[at], holding[at][term])) for term, share in why),
+                        key=lambda x: (-x[1], x[0]))
+        rescaled.append((sum(share for _, share in shares), at, n, shares))
+    return rescaled
 
 
 def _vectors_usable(index: SearchIndex, embedder: QuestionEmbedder, meaning: Meaning) -> bool:
@@ -282,7 +333,7 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
         for i, score in rank([line for _, _, line in rows], query):
             if rows[i][1] not in seen:
                 seen.add(rows[i][1])
-                hits.append(Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2]))
+                hits.append(Hit(round(score, 3), rows[i][1], rows[i][0], rows[i][2], "index line"))
     return hits[:limit]
 
 
@@ -350,7 +401,7 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     kept: list[Section] = []
     rest: list[Section] = []
     trace = expansion.trace()
-    trace += [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank"] if embedder else []
+    trace += [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank, words first"] if embedder else []
     trace += meaning.notes
     fmt = "6.4f" if embedder else "6.2f"  # a fused score is a sum of 1/(60 + rank): small
     for row in rows:

@@ -31,7 +31,8 @@ ERROR = "kbuild.error/1"
 
 def search_answer(query: str, project: str | None, hits: list[Hit]) -> Answer:
     return {"schema": SEARCH, "query": query, "project": project, "gap": not hits,
-            "hits": [{"rank": n, "page": h.page, "score": h.score, "index": h.index, "line": h.line}
+            "hits": [{"rank": n, "page": h.page, "score": h.score, "ranked_by": h.ranked_by,
+                      "index": h.index, "line": h.line}
                      for n, h in enumerate(hits, 1)]}
 
 

@@ -38,6 +38,7 @@ SCHEME = "kbuild://"
 
 # The tools' parameters (at module level: their annotations are read from here)
 Project = Annotated[str | None, Field(description="one project of the store only: the name of a folder under kb/")]
+Lexical = Annotated[bool, Field(description="rank by words only, even when the store ranks by meaning too")]
 
 INSTRUCTIONS = """This server reads a kbuild knowledge base (Markdown pages under kb/), read-only.
 Start with `context` (a question in your own words; it returns the relevant facts within a token
@@ -92,23 +93,25 @@ class Store:
         except UnknownProject as exc:
             raise StoreError(str(exc)) from None
 
-    def search(self, query: str, project: str | None = None, limit: int = 5) -> Answer:
+    def search(self, query: str, project: str | None = None, limit: int = 5, lexical: bool = False) -> Answer:
         if not query.strip():
             raise StoreError("give a query: a few words of what you look for")
         if limit < 1:
             raise StoreError("limit must be 1 or more")
         project = project or None
         return answers.search_answer(query, project, self._by_meaning(
-            lambda: search(self.store, self.root, query, project, limit, self.embedder)))
+            lambda: search(self.store, self.root, query, project, limit, None if lexical else self.embedder)))
 
-    def context(self, question: str, budget: int = 4000, project: str | None = None, history: bool = False) -> Answer:
+    def context(self, question: str, budget: int = 4000, project: str | None = None, history: bool = False,
+                lexical: bool = False) -> Answer:
         if not question.strip():
             raise StoreError("give a question")
         if budget < 1:
             raise StoreError("budget must be 1 token or more")
         project = project or None
         kept, summarised, trace = self._by_meaning(
-            lambda: compose(self.store, self.root, question, budget, project, history=history, embedder=self.embedder))
+            lambda: compose(self.store, self.root, question, budget, project, history=history,
+                            embedder=None if lexical else self.embedder))
         text = render_context(question, kept, summarised)
         return answers.context_answer(question, project, budget, kept, summarised, trace, text)
 
@@ -232,22 +235,23 @@ def server(store: Store, allow_learn: bool = False) -> MCPServer:
     @app.tool(annotations=read_only)
     def search(query: Annotated[str, Field(description="words of what you look for")],
                project: Project = None,
-               limit: Annotated[int, Field(description="how many hits at most")] = 5) -> dict[str, Any]:
+               limit: Annotated[int, Field(description="how many hits at most")] = 5,
+               lexical: Lexical = False) -> dict[str, Any]:
         """BM25 over every index line of the store (the pages' one-line summaries): the best pages
         first, each with its id (path from the repository root). Schema kbuild.search/2."""
-        return answer(store.search, query, project, limit)
+        return answer(store.search, query, project, limit, lexical)
 
     @app.tool(annotations=read_only)
     def context(question: Annotated[str, Field(description="the question, in your own words")],
                 budget: Annotated[int, Field(description="tokens the context may use")] = 4000,
                 project: Project = None,
-                history: Annotated[bool, Field(description="include notes that were superseded or withdrawn")] = False
-                ) -> dict[str, Any]:
+                history: Annotated[bool, Field(description="include notes that were superseded or withdrawn")] = False,
+                lexical: Lexical = False) -> dict[str, Any]:
         """A context for the question: the facts that match, grouped by section and kept whole
         until the token budget is spent, the rest as one-line summaries. `text` is the Markdown;
         `sections` and `summaries` name the pages. A note that is only a candidate says so at its
         top. Schema kbuild.context/2."""
-        return answer(store.context, question, budget, project, history)
+        return answer(store.context, question, budget, project, history, lexical)
 
     @app.tool(annotations=read_only)
     def show(page: Annotated[str, Field(description="a page id: its path from the repository root, "
