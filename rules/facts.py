@@ -26,6 +26,13 @@ from kbuild.store import pages
 from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links
 from kbuild.text.markdown import ATX_HEADING, UNDERLINE, visible_text, without_page_markers
+from kbuild.checks import grounding
+from kbuild.checks import links as link_checks
+import kbuild.convert as converter
+from kbuild.store import links as store_links
+from kbuild.text import markdown
+from kbuild.text import prose
+from kbuild.text import secrets
 
 from .cutoffs import same_meaning
 from .guard import PLAIN_TEXT, foreign_names, model_markdown, plain_text, plain_text_failures, unsupported_claims, write_grounded
@@ -37,7 +44,9 @@ from .values import Chunks, ChunkText, Page, Place, Reading, RegionPlace, Region
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
 RESERVED = {"index", "text", "pages", "figures"}  # names of a source folder's own pages
-CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint
+CONVERTER = (converter,)  # the converter's code is part of the text rule's fingerprint
+# named, not imported: its detectors take 50 ms to import, paid only when a text is scanned
+SECRET_KINDS = "kbuild.text.secret_kinds"
 VIEW_PURPOSE = {
     "digest": "What the project is and does, for anyone",
     "user": "How the system behaves, for someone who uses it",
@@ -151,8 +160,8 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
     return notes.note_text(note, changed), notes.note_title(note.header, changed)
 
 
-@rule(version=4, uses=(*CONVERTER, "kbuild.text.secrets", "kbuild.text.secret_kinds", "kbuild.store.links", "kbuild.text.markdown",
-                       "kbuild.store.pages", "kbuild.notes.note", note_source, _title),
+@rule(version=4, uses=(*CONVERTER, secrets, SECRET_KINDS, store_links, markdown,
+                       pages, notes, note_source, _title),
       settings=("store",), returns=SourceText,
       params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
 async def text(ctx: Context, project: str, source: str) -> SourceText:
@@ -312,7 +321,7 @@ async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText
     return ChunkText(text=span.text, headings=span.headings, previous=previous, title=doc.title, figures=figures)
 
 
-@model_rule("figure", uses=(redact, "kbuild.text.secret_kinds"), settings=("store",), cutoff=same_meaning)
+@model_rule("figure", uses=(redact, SECRET_KINDS), settings=("store",), cutoff=same_meaning)
 async def figure_text(ctx: Context, project: str, source: str, name: str) -> str:
     doc = await ctx.query(text(project, source))
     png = ctx.read(ctx.settings.store.figure(project, source, name, ".png"))
@@ -321,8 +330,8 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
 
 
 @model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
-            uses=(place_quotes, prose_sentences, redact, "kbuild.text.secret_kinds", lost_facts, clean,
-                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", "kbuild.text.prose",
+            uses=(place_quotes, prose_sentences, redact, SECRET_KINDS, lost_facts, clean,
+                  model_markdown, *PLAIN_TEXT, link_checks, grounding, prose,
                   without_page_markers),
             returns=Reading)
 async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
@@ -372,7 +381,7 @@ async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> s
 
 
 @model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", "kbuild.text.prose", place_of,
+            uses=(write_grounded, unsupported_claims, pages, grounding, prose, place_of,
                   without_page_markers))
 async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store

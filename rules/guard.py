@@ -22,6 +22,11 @@ from kbuild.engine import Context, Problem, hash_bytes
 from kbuild.text.markdown import without_links
 from kbuild.text.inline import inline_words, plain_words
 from kbuild.text.markdown import TAG_LIKE, shortened
+from kbuild.convert import html as html_conversion
+from kbuild.convert import markdown as markdown_conversion
+from kbuild.text import injection
+from kbuild.text import inline
+from kbuild.text import markdown
 
 from .pages import write_page
 
@@ -30,7 +35,7 @@ CODE_SPAN = re.compile(r"(`+)(?=\S)(.*?)(?<=\S)\1")  # `f[T](x)` and `x < y` are
 URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)\]>\"'`]+", re.I)
 PLAIN_CHARS = 1200  # a summary or an abstract: a few sentences
 # The code that cleans a model's text: part of the fingerprint of each rule that uses it
-MARKDOWN_CLEANING = ("kbuild.convert.markdown", "kbuild.convert.html", "kbuild.text.inline", "kbuild.text.markdown")
+MARKDOWN_CLEANING = (markdown_conversion, html_conversion, inline, markdown)
 
 
 def plain_text(text: str, limit: int = PLAIN_CHARS) -> str:
@@ -92,7 +97,7 @@ def foreign_names(text: str, sources: str) -> list[str]:
 
 # What decides a plain text: in the `uses` of each rule that writes one
 PLAIN_TEXT = (plain_text, plain_text_failures, plain_reply_check, checked_plain_text, foreign_names, *MARKDOWN_CLEANING,
-              "kbuild.text.injection")
+              injection)
 
 
 def model_markdown(text: str, page: Path, store_root: Path, repeats: Collection[str] = ()) -> str:

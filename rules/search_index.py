@@ -24,6 +24,9 @@ from kbuild.engine import Context, QueryFailed, rule
 from kbuild.text import slicing
 from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
+from kbuild.text import injection
+from kbuild.text import ranking
+from kbuild.text import tokens as token_counting
 
 from .facts import SECTION_CAP, SECTION_FLOOR, chunk, chunk_summary, fact, place_of, region_of, region_places, rewrite
 from .sources import project_outline
@@ -111,8 +114,8 @@ def section_line(section: dict[str, Any]) -> str:
     return json.dumps({**section, "source_index": "\0"}, sort_keys=True, ensure_ascii=False)
 
 
-@rule(version=4, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
-                       section_line, "kbuild.text.injection"), settings=("store",))
+@rule(version=4, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
+                       section_line, injection), settings=("store",))
 async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json
@@ -177,7 +180,7 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
             "summary_counts": found_counts, "abbreviations": abbreviations}
 
 
-@rule(version=3, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
+@rule(version=3, uses=(group_of, ranking), settings=("store",))
 async def group_sections(ctx: Context, project: str, source: str, group: int) -> bytes:
     """One group of a source's facts as search sees it, as lines of bytes (`SourceSections.of`
     reads them): a head, then each of their sections in the order of the text and their
@@ -269,7 +272,7 @@ def index_files(made: list[SourceSections]) -> dict[str, bytes]:
     return files
 
 
-@rule(version=5, uses=(index_folder, index_files, render_sections, SourceSections.of, "kbuild.text.ranking"),
+@rule(version=5, uses=(index_folder, index_files, render_sections, SourceSections.of, ranking),
       settings=("store",), params={"bm25s": version("bm25s")})  # its version is in the files it writes
 async def search_index(ctx: Context, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and

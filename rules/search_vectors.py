@@ -15,6 +15,7 @@ from typing import Any
 
 from kbuild.retrieval.embedding import EmbeddingError, embedder_for, pack, unpack
 from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.retrieval import embedding
 
 from .facts import text
 from .search_index import SourceSections, index_folder, source_sections
@@ -31,7 +32,7 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
     return crumb + "\n" + "\n".join(lines[section["start"] - 1:section["end"]])
 
 
-@rule(version=2, uses=(section_words, SourceSections.of, "kbuild.retrieval.embedding"), settings=("semantic",))
+@rule(version=2, uses=(section_words, SourceSections.of, embedding), settings=("semantic",))
 async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
     joined = SourceSections.of(await ctx.query(source_sections(project, source)))

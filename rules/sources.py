@@ -15,6 +15,7 @@ from kbuild.store.localstate import LocalState
 from kbuild.store import sources as sources_module
 from kbuild.store.fetch import meta_yml
 from kbuild.store.sources import DEFAULT_VIEWS, Listing, Source, SourcesError, parse, resolve_path
+from kbuild.convert import text as text_conversion
 
 from .values import Outline, RawCopy
 
@@ -59,7 +60,7 @@ def fetch_problem(ctx: Context, project: str, source: str) -> str:
     return found.get(f"{project}/{source}", "has not been downloaded (built with --no-fetch?)")
 
 
-@rule(version=4, uses=(meta_yml, fetch_problem, refusal, "kbuild.convert.text"), settings=("store",), returns=RawCopy)
+@rule(version=4, uses=(meta_yml, fetch_problem, refusal, text_conversion), settings=("store",), returns=RawCopy)
 async def raw(ctx: Context, project: str, source: str) -> RawCopy:
     store = ctx.settings.store
     entry = await ctx.query(source_entry(project, source))

@@ -10,6 +10,9 @@ from kbuild.checks.grounding import unsupported
 from kbuild.engine import Context, Problem
 from kbuild.text.obligations import acceptance_failures, normative_keyword
 from kbuild.store.layout import link
+from kbuild.checks import grounding
+from kbuild.text import obligations
+from kbuild.text import prose
 
 from .guard import unsupported_claims, write_grounded
 from .settings import model_rule
@@ -19,7 +22,7 @@ from .views import view_parts, view_sections
 
 
 @model_rule("spec", "grounding", version=5, settings=("store", "label"),
-            uses=(unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.obligations"), returns=SpecPage)
+            uses=(unsupported, view_parts, view_sections, notes, write_grounded, unsupported_claims, grounding, prose, obligations), returns=SpecPage)
 async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))

@@ -16,9 +16,14 @@ from kbuild.text.prose import is_statement, prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
 from kbuild.retrieval.topic import Candidate, Passage, passages, rank
+from kbuild.checks import grounding
+from kbuild.retrieval import topic
+from kbuild.text import injection
+from kbuild.text import prose
+from kbuild.text import secrets
 
 from .cutoffs import same_section
-from .facts import VIEW_PURPOSE, chunk, fact, reading
+from .facts import SECRET_KINDS, VIEW_PURPOSE, chunk, fact, reading
 from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
 from .pages import write_page
 from .settings import model_rule
@@ -43,7 +48,7 @@ def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[Statement]:
     return [Statement(text=facts[n]["sentences"][i], cites=[facts[n]["ref"]]) for n, i in sorted(chosen)]
 
 
-@rule(version=5, uses=("kbuild.retrieval.topic", group_of))
+@rule(version=5, uses=(topic, group_of))
 async def fact_sentences(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
     """The prose passages of each fact of one group of a source, with the headings each sits
     under, which views on request rank, select and cite."""
@@ -65,7 +70,7 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
             uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
-                  "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.secrets", "kbuild.text.secret_kinds"),
+                  grounding, prose, secrets, SECRET_KINDS),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
     """One section of a view: what one group of a source's facts says to it (for a view on
@@ -125,7 +130,7 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
                    statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
 
 
-@rule(version=4, uses=("kbuild.retrieval.topic", is_statement, "kbuild.text.injection"))
+@rule(version=4, uses=(topic, is_statement, injection))
 async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     """The sentences a requested view draws on, ranked across the whole project (kbuild.retrieval.topic):
     statements only, never a source's instruction to a model or its markup alone."""
