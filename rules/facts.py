@@ -39,7 +39,7 @@ from .guard import PLAIN_TEXT, foreign_names, model_markdown, plain_text, plain_
 from .pages import write_page
 from .settings import model_rule
 from .sources import default_views, raw, source_pages
-from .values import Chunks, ChunkText, Page, Place, Reading, RegionPlace, RegionPlaces, SourceHeader, SourceRegions, SourceText, Span
+from .values import HEADER, TAIL, Chunks, ChunkText, Page, Part, Place, Reading, RegionPlace, RegionPlaces, SourceHeader, SourceRegions, SourceText, Span
 
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
@@ -229,11 +229,11 @@ async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any
                                         (SECTION_FLOOR, SECTION_CAP)], headings=doc.kind != "code")
     header = SourceRegions(title=doc.title, original=doc.original, code=doc.kind == "code", pages=doc.pages,
                            figures=sorted(doc.figures), regions=len(regions))
-    return {"header": header.model_dump(), **{f"region:{n}": vars(r) for n, r in enumerate(regions)}}
+    return {HEADER.name: header.model_dump(), **{Part("region", n).name: vars(r) for n, r in enumerate(regions)}}
 
 
 async def region_of(ctx: Context, project: str, source: str, region: int) -> Region:
-    found = await ctx.query_part(text_regions(project, source), f"region:{region}")
+    found = await ctx.query_part(text_regions(project, source), Part("region", region).name)
     if found is None:
         raise Problem(f"{project}/{source} has no region {region} any more")
     return Region(**found)
@@ -258,10 +258,10 @@ async def region_chunks(ctx: Context, project: str, source: str, region: int) ->
     found = await region_of(ctx, project, source, region)
     places = (await ctx.query(region_places(project, source, region))).places
     words = region_texts(found, [Chunk(p.start, p.end, (), None, 0) for p in places])
-    value: dict[str, Any] = {f"words:{m}": Span(text=w, headings=p.headings,
+    value: dict[str, Any] = {Part("words", m).name: Span(text=w, headings=p.headings,
                                                 previous=context_before(words[m - 1]) if m else None).model_dump()
                              for m, (p, w) in enumerate(zip(places, words))}
-    value["tail"] = context_before(words[-1]) if words else ""
+    value[TAIL.name] = context_before(words[-1]) if words else ""
     return value
 
 
@@ -269,7 +269,7 @@ async def region_chunks(ctx: Context, project: str, source: str, region: int) ->
 async def chunks(ctx: Context, project: str, source: str) -> Chunks:
     """Where each of the source's chunks stands, and its name: joined from its regions' places,
     so it runs again only when a boundary moves or a line comes or goes."""
-    header = SourceRegions.model_validate(await ctx.query_part(text_regions(project, source), "header"))
+    header = SourceRegions.model_validate(await ctx.query_part(text_regions(project, source), HEADER.name))
     cut: list[Chunk] = []
     at: list[tuple[int, int]] = []  # each chunk's region and its number there
     regions = await ctx.query_all([region_places(project, source, n) for n in range(header.regions)])
@@ -292,12 +292,12 @@ async def chunk_places(ctx: Context, project: str, source: str) -> dict[str, Any
     the fact it changed, not one per chunk of the source."""
     doc = await ctx.query(chunks(project, source))
     header = SourceHeader(title=doc.title, original=doc.original, code=doc.code).model_dump()
-    return {f"chunk:{p.slug}": {"place": p.model_dump(), "source": header} for p in doc.chunks}
+    return {Part("chunk", p.slug).name: {"place": p.model_dump(), "source": header} for p in doc.chunks}
 
 
 async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
     """A chunk's place and its source's header: one part of chunk_places."""
-    found = await ctx.query_part(chunk_places(project, source), f"chunk:{slug}")
+    found = await ctx.query_part(chunk_places(project, source), Part("chunk", slug).name)
     if found is None:
         raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
     return SourceHeader.model_validate(found["source"]), Place.model_validate(found["place"])
@@ -309,10 +309,10 @@ async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText
     not where they stand: lines added above a chunk move it without changing it, and must not
     reach the model calls that read it."""
     doc, place = await place_of(ctx, project, source, slug)
-    span = Span.model_validate(await ctx.query_part(region_chunks(project, source, place.region), f"words:{place.index}"))
+    span = Span.model_validate(await ctx.query_part(region_chunks(project, source, place.region), Part("words", place.index).name))
     previous = span.previous
     if previous is None:  # the first of its region: what comes before it ends the region before
-        previous = await ctx.query_part(region_chunks(project, source, place.region - 1), "tail") if place.region else ""
+        previous = await ctx.query_part(region_chunks(project, source, place.region - 1), TAIL.name) if place.region else ""
     figures: dict[str, str] = {}
     if "figures/" in span.text:  # the source's figures are read only by the chunks that show one
         shown = await ctx.query(text(project, source))

@@ -25,7 +25,7 @@ from .sources import listing, problem, project_outline, raw
 from .search_index import search_index
 from .search_vectors import search_vectors
 from .summaries import fact_groups, group_of, group_pages, group_places, heading_of, source_summary
-from .values import GroupPagePart, Made, Place, ProjectIndex, SourceIndex
+from .values import GroupPagePart, Made, Part, Place, ProjectIndex, SourceIndex
 from .specs import spec_page
 from .views import view_page
 
@@ -53,7 +53,7 @@ async def group_index(ctx: Context, project: str, source: str, group: int) -> in
     and how many of its facts were built: an edit of one fact rewrites one page of GROUP_FACTS
     lines, and the source's index reads a value per group, not two per fact."""
     found = await group_of(ctx, project, source, group)
-    page = await ctx.query_part(group_places(project, source), f"page:{group}")
+    page = await ctx.query_part(group_places(project, source), Part("page", group).name)
     if page is None:
         raise Problem(f"{project}/{source} has no group page {group} any more")
     shown = GroupPagePart.model_validate(page)

@@ -31,6 +31,7 @@ from kbuild.text import tokens as token_counting
 from .facts import SECTION_CAP, SECTION_FLOOR, chunk, chunk_summary, fact, place_of, region_of, region_places, rewrite
 from .sources import project_outline
 from .summaries import fact_groups, group_of, group_places
+from .values import Part
 
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
 FORMAT = 1  # of search-index.json; kbuild/retrieval/search.py refuses another
@@ -81,7 +82,7 @@ async def region_sections(ctx: Context, project: str, source: str, region: int) 
     found = await region_of(ctx, project, source, region)
     places = (await ctx.query(region_places(project, source, region))).places
     lines = found.lines
-    cuts: dict[str, list[dict[str, Any]]] = {f"chunk:{m}": [] for m in range(len(places))}
+    cuts: dict[str, list[dict[str, Any]]] = {Part("chunk", m).name: [] for m in range(len(places))}
     # Chunks tile the region in order (docs/slicing.md): each part looks only at the chunks from
     # the first that ends at or after it.
     ends = [p.end for p in places]
@@ -98,7 +99,7 @@ async def region_sections(ctx: Context, project: str, source: str, region: int) 
                 covers = [c for n, c in enumerate(covers) if not n or c.lower() in held]
             if not first:  # the part goes on into the next fact, under that fact's headings
                 headings, covers = list(place.headings), list(place.covers[:1])
-            cuts[f"chunk:{m}"].append({"start": start, "end": end, "headings": headings, "covers": covers})
+            cuts[Part("chunk", m).name].append({"start": start, "end": end, "headings": headings, "covers": covers})
             first = False
     return cuts
 
@@ -128,7 +129,7 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
     out, and so is the page, which is missing or from an earlier build."""
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
-    pieces = await ctx.query_part(region_sections(project, source, place.region), f"chunk:{place.index}") or []
+    pieces = await ctx.query_part(region_sections(project, source, place.region), Part("chunk", place.index).name) or []
     page, words, rewritten, summary = await ctx.query_all(
         [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),
          chunk_summary(project, source, slug)], return_failures=True)
@@ -196,7 +197,7 @@ async def group_sections(ctx: Context, project: str, source: str, group: int) ->
     benchmarks/edit_phases.py), and the index decoded every line of the project."""
     store = ctx.settings.store
     found = await group_of(ctx, project, source, group)
-    page = await ctx.query_part(group_places(project, source), f"page:{group}")  # a long source's group page
+    page = await ctx.query_part(group_places(project, source), Part("page", group).name)  # a long source's group page
     index = store.source_part_index(project, source, page["page"]) if page else store.source_index(project, source)
     got = await ctx.query_all([fact_sections(project, source, s) for s in found.slugs], return_failures=True)
     made = [g for g in got if not isinstance(g, QueryFailed)]

@@ -15,7 +15,7 @@ from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks
 from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
 from .settings import model_rule
-from .values import FactGroups, Group, GroupPagePart, GroupPart
+from .values import FactGroups, Group, GroupPagePart, GroupPart, Part
 
 GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
 INDEX_LINES = 150  # facts one source index lists; a longer source's index links a page per group
@@ -63,14 +63,14 @@ async def group_places(ctx: Context, project: str, source: str) -> dict[str, Any
     groups' queries as recorded, unread, where a whole read of fact_groups put every one of them
     and the facts they read in the edit's reach (12,000 queries at 2,000 facts)."""
     found = await ctx.query(fact_groups(project, source))
-    value = {f"group:{n}": GroupPart(title=found.title, section=g.section, slugs=g.slugs).model_dump()
+    value = {Part("group", n).name: GroupPart(title=found.title, section=g.section, slugs=g.slugs).model_dump()
              for n, g in enumerate(found.groups)}
     names = group_pages(found)
     if names is not None:
         place = {c.slug: c for c in (await ctx.query(chunks(project, source))).chunks}
         before: Counter[str] = Counter()  # the pages of each section so far
         for n, (g, name) in enumerate(zip(found.groups, names)):
-            value[f"page:{n}"] = GroupPagePart(page=name, nth=before[g.section],
+            value[Part("page", n).name] = GroupPagePart(page=name, nth=before[g.section],
                                                places=[place[s] for s in g.slugs]).model_dump()
             before[g.section] += 1
     return value
@@ -78,7 +78,7 @@ async def group_places(ctx: Context, project: str, source: str) -> dict[str, Any
 
 async def group_of(ctx: Context, project: str, source: str, group: int) -> GroupPart:
     """One group of a source's facts: one part of group_places."""
-    found = await ctx.query_part(group_places(project, source), f"group:{group}")
+    found = await ctx.query_part(group_places(project, source), Part("group", group).name)
     if found is None:
         raise Problem(f"{project}/{source} has no group {group} any more")
     return GroupPart.model_validate(found)
