@@ -33,8 +33,8 @@ class SourceTexts:
         A module's text is its file's, a package's every file's below it (its submodules, imported
         or not). A string names a module or package the same way, read without importing it.
         """
-        if isinstance(fn, ModuleType | str):
-            return _module_text(fn)
+        if isinstance(fn, str) or isinstance(fn, ModuleType) and hasattr(fn, "__path__"):
+            return _files_text(fn)
         key = _place(fn)
         if key:
             self._used.add(key)
@@ -57,7 +57,7 @@ class SourceTexts:
         return used if used and used != self.recorded else None
 
 
-def _module_text(module: ModuleType | str) -> str:
+def _files_text(module: ModuleType | str) -> str:
     spec = importlib.util.find_spec(module) if isinstance(module, str) else module.__spec__
     if spec is None or spec.origin is None:
         raise ValueError(f"`uses` names {module!r}, which is not an importable module")
