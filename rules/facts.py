@@ -18,7 +18,7 @@ from kbuild.text import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
 from kbuild.text.secrets import redact, redacted
-from kbuild.engine import Context, Problem, hash_bytes, rule
+from kbuild.engine import Problem, hash_bytes, rule
 from kbuild.plugins import registry
 from kbuild.text.prose import clean, prose_sentences
 from kbuild.text.slicing import Chunk, Region, fact_names, region_texts
@@ -37,7 +37,7 @@ from kbuild.text import secrets
 from .cutoffs import same_meaning
 from .guard import PLAIN_TEXT, foreign_names, model_markdown, plain_text, plain_text_failures, unsupported_claims, write_grounded
 from .pages import write_page
-from .settings import model_rule
+from .settings import KnowledgeContext, model_rule
 from .sources import default_views, raw, source_pages
 from .values import HEADER, TAIL, Chunks, ChunkText, Page, Part, Place, Reading, RegionPlace, RegionPlaces, SourceHeader, SourceRegions, SourceText, Span
 
@@ -141,7 +141,7 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
 
 
 
-def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
+def note_source(ctx: KnowledgeContext, data: bytes, where: str) -> tuple[str, str]:
     """A note's text as its pages show it, its status first (kbuild.notes.note.banner), and its title
     with its status. Its evidence files are read through the context, so an edit of one rebuilds
     the note's pages, marked as needing review."""
@@ -164,7 +164,7 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
                        pages, notes, note_source, _title),
       settings=("store",), returns=SourceText,
       params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
-async def text(ctx: Context, project: str, source: str) -> SourceText:
+async def text(ctx: KnowledgeContext, project: str, source: str) -> SourceText:
     store = ctx.settings.store
     got = await ctx.query(raw(project, source))
     data = ctx.read(got.path)
@@ -219,7 +219,7 @@ SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a search section (rules/search
 # The sizes reach the graph as settings (part of this rule's fingerprint): a changed size
 # makes exactly the queries that read it stale.
 @rule(version=1, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), parts=True)
-async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any]:
+async def text_regions(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """The source's text in regions (kbuild.text.slicing.layout), where both the facts' and the
     search sections' cuts agree: "region:N" each, with "header" (SourceRegions). Each region is
     sliced by a query of its own that reads its part alone, so a one-sentence edit re-slices
@@ -232,7 +232,7 @@ async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any
     return {HEADER.name: header.model_dump(), **{Part("region", n).name: vars(r) for n, r in enumerate(regions)}}
 
 
-async def region_of(ctx: Context, project: str, source: str, region: int) -> Region:
+async def region_of(ctx: KnowledgeContext, project: str, source: str, region: int) -> Region:
     found = await ctx.query_part(text_regions(project, source), Part("region", region).name)
     if found is None:
         raise Problem(f"{project}/{source} has no region {region} any more")
@@ -240,7 +240,7 @@ async def region_of(ctx: Context, project: str, source: str, region: int) -> Reg
 
 
 @rule(version=1, uses=(slicing, region_of), settings=("floor_tokens", "cap_tokens"), returns=RegionPlaces)
-async def region_places(ctx: Context, project: str, source: str, region: int) -> RegionPlaces:
+async def region_places(ctx: KnowledgeContext, project: str, source: str, region: int) -> RegionPlaces:
     """Where each of one region's chunks stands, in order. `chunks` reads every region's, whole:
     an edit that moves no boundary stops here, and the source's chunks are as recorded."""
     found = await region_of(ctx, project, source, region)
@@ -251,7 +251,7 @@ async def region_places(ctx: Context, project: str, source: str, region: int) ->
 
 
 @rule(version=1, uses=(context_before, region_of), parts=True)
-async def region_chunks(ctx: Context, project: str, source: str, region: int) -> dict[str, Any]:
+async def region_chunks(ctx: KnowledgeContext, project: str, source: str, region: int) -> dict[str, Any]:
     """One region's chunks' words ("words:M", a Span each) and the end of its last one
     ("tail"), which the next region's first chunk sees before it. Each chunk query reads its
     own part, so an edited sentence runs the one chunk query whose words changed."""
@@ -266,7 +266,7 @@ async def region_chunks(ctx: Context, project: str, source: str, region: int) ->
 
 
 @rule(version=3, uses=(fact_names,), returns=Chunks)
-async def chunks(ctx: Context, project: str, source: str) -> Chunks:
+async def chunks(ctx: KnowledgeContext, project: str, source: str) -> Chunks:
     """Where each of the source's chunks stands, and its name: joined from its regions' places,
     so it runs again only when a boundary moves or a line comes or goes."""
     header = SourceRegions.model_validate(await ctx.query_part(text_regions(project, source), HEADER.name))
@@ -286,7 +286,7 @@ async def chunks(ctx: Context, project: str, source: str) -> Chunks:
 
 
 @rule(version=1, parts=True)
-async def chunk_places(ctx: Context, project: str, source: str) -> dict[str, Any]:
+async def chunk_places(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """Where each chunk stands, with what a fact page shows of its source: one part per chunk
     ("chunk:SLUG"), which its fact reads alone, so an edit that moves no line loads and checks
     the fact it changed, not one per chunk of the source."""
@@ -295,7 +295,7 @@ async def chunk_places(ctx: Context, project: str, source: str) -> dict[str, Any
     return {Part("chunk", p.slug).name: {"place": p.model_dump(), "source": header} for p in doc.chunks}
 
 
-async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
+async def place_of(ctx: KnowledgeContext, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
     """A chunk's place and its source's header: one part of chunk_places."""
     found = await ctx.query_part(chunk_places(project, source), Part("chunk", slug).name)
     if found is None:
@@ -304,7 +304,7 @@ async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[
 
 
 @rule(version=5, uses=(place_of,), returns=ChunkText)
-async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText:
+async def chunk(ctx: KnowledgeContext, project: str, source: str, slug: str) -> ChunkText:
     """One chunk's words, its headings and what comes just before: all a fact needs. Words only,
     not where they stand: lines added above a chunk move it without changing it, and must not
     reach the model calls that read it."""
@@ -322,7 +322,7 @@ async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText
 
 
 @model_rule("figure", uses=(redact, SECRET_KINDS), settings=("store",), cutoff=same_meaning)
-async def figure_text(ctx: Context, project: str, source: str, name: str) -> str:
+async def figure_text(ctx: KnowledgeContext, project: str, source: str, name: str) -> str:
     doc = await ctx.query(text(project, source))
     png = ctx.read(ctx.settings.store.figure(project, source, name, ".png"))
     # a model that reads the image may read a secret in its pixels
@@ -334,7 +334,7 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
                   model_markdown, *PLAIN_TEXT, link_checks, grounding, prose,
                   without_page_markers),
             returns=Reading)
-async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
+async def reading(ctx: KnowledgeContext, project: str, source: str, slug: str) -> Reading:
     """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
     each default view should say. Everything else built from a chunk is code over this."""
     store = ctx.settings.store
@@ -369,21 +369,21 @@ async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading
 
 
 @model_rule("reading", cutoff=same_meaning)
-async def rewrite(ctx: Context, project: str, source: str, slug: str) -> str:
+async def rewrite(ctx: KnowledgeContext, project: str, source: str, slug: str) -> str:
     """The chunk rewritten to read on its own; a rewrite that means what the old one meant
     keeps the old words, and the fact page above it is not touched."""
     return (await ctx.query(reading(project, source, slug))).rewrite
 
 
 @model_rule("reading", cutoff=same_meaning)
-async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> str:
+async def chunk_summary(ctx: KnowledgeContext, project: str, source: str, slug: str) -> str:
     return (await ctx.query(reading(project, source, slug))).summary
 
 
 @model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
             uses=(write_grounded, unsupported_claims, pages, grounding, prose, place_of,
                   without_page_markers))
-async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
+async def fact(ctx: KnowledgeContext, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
     c = await ctx.query(chunk(project, source, slug))

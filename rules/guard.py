@@ -18,7 +18,7 @@ from kbuild.checks.grounding import Doubt, triage
 from kbuild.text.injection import find_injections
 from kbuild.checks.links import link_targets
 from kbuild.convert.markdown import clean_markdown
-from kbuild.engine import Context, Problem, hash_bytes
+from kbuild.engine import Problem, hash_bytes
 from kbuild.text.markdown import without_links
 from kbuild.text.inline import inline_words, plain_words
 from kbuild.text.markdown import TAG_LIKE, shortened
@@ -29,6 +29,7 @@ from kbuild.text import inline
 from kbuild.text import markdown
 
 from .pages import write_page
+from .settings import KnowledgeContext
 
 
 CODE_SPAN = re.compile(r"(`+)(?=\S)(.*?)(?<=\S)\1")  # `f[T](x)` and `x < y` are code, shown as code
@@ -111,7 +112,7 @@ def model_markdown(text: str, page: Path, store_root: Path, repeats: Collection[
     return without_links(cleaned, dangling) if dangling else cleaned
 
 
-async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
+async def unsupported_claims(ctx: KnowledgeContext, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
     """The sentences of each claim that its sources do not support, each with why.
 
     Code decides what it can (a number, keyword, code name or quoted term the sources lack:
@@ -133,7 +134,7 @@ async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], 
     return found
 
 
-async def write_grounded(ctx: Context, path: str, page: str, claims: list[tuple[str, list[str]]],
+async def write_grounded(ctx: KnowledgeContext, path: str, page: str, claims: list[tuple[str, list[str]]],
                          framing: str = "", code: bool = False) -> None:
     """Write `page` only if nothing in `claims` (the page's own statements, each with its sources)
     is unsupported, and record the verdict with the page's hash in the lock.

@@ -20,7 +20,7 @@ from importlib.metadata import version
 from typing import Any
 
 from kbuild.text.injection import find_injections
-from kbuild.engine import Context, QueryFailed, rule
+from kbuild.engine import QueryFailed, rule
 from kbuild.text import slicing
 from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
@@ -29,6 +29,7 @@ from kbuild.text import ranking
 from kbuild.text import tokens as token_counting
 
 from .facts import SECTION_CAP, SECTION_FLOOR, chunk, chunk_summary, fact, place_of, region_of, region_places, rewrite
+from .settings import KnowledgeContext
 from .sources import project_outline
 from .summaries import fact_groups, group_of, group_places
 from .values import Part
@@ -73,7 +74,7 @@ def first_sentence(words: str, limit: int = 160) -> str:
 
 
 @rule(version=1, uses=(slicing, _plain, region_of), parts=True)
-async def region_sections(ctx: Context, project: str, source: str, region: int) -> dict[str, Any]:
+async def region_sections(ctx: KnowledgeContext, project: str, source: str, region: int) -> dict[str, Any]:
     """Where one region's sections stand: its text cut at headings (a long section at
     paragraphs), each part cut again where a chunk ends, so a section stays within its fact;
     one part of this value per chunk of the region ("chunk:M": its pieces). Each fact's sections
@@ -117,7 +118,7 @@ def section_line(section: dict[str, Any]) -> str:
 
 @rule(version=4, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
                        section_line, injection), settings=("store",))
-async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
+async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json
     ("lines", "summary"), and its words' counts ("counts", "summary_counts"). And the
@@ -182,7 +183,7 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
 
 
 @rule(version=3, uses=(group_of, ranking), settings=("store",))
-async def group_sections(ctx: Context, project: str, source: str, group: int) -> bytes:
+async def group_sections(ctx: KnowledgeContext, project: str, source: str, group: int) -> bytes:
     """One group of a source's facts as search sees it, as lines of bytes (`SourceSections.of`
     reads them): a head, then each of their sections in the order of the text and their
     summaries, as its line of sections.json with the index page that lists its fact. The head
@@ -215,7 +216,7 @@ async def group_sections(ctx: Context, project: str, source: str, group: int) ->
 
 
 @rule(version=8)
-async def source_sections(ctx: Context, project: str, source: str) -> bytes:
+async def source_sections(ctx: KnowledgeContext, project: str, source: str) -> bytes:
     """A source's groups' sections (group_sections), in the order of its text: joined as bytes,
     so an edit spells one group's sections, not the source's."""
     found = await ctx.query(fact_groups(project, source))
@@ -275,7 +276,7 @@ def index_files(made: list[SourceSections]) -> dict[str, bytes]:
 
 @rule(version=5, uses=(index_folder, index_files, render_sections, SourceSections.of, ranking),
       settings=("store",), params={"bm25s": version("bm25s")})  # its version is in the files it writes
-async def search_index(ctx: Context, project: str) -> int:
+async def search_index(ctx: KnowledgeContext, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
     the bm25s index over their words; the number of sections."""
     outline = await ctx.query(project_outline(project))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kbuild.notes import note as notes
 from kbuild.checks.grounding import unsupported
-from kbuild.engine import Context, Problem
+from kbuild.engine import Problem
 from kbuild.text.obligations import acceptance_failures, normative_keyword
 from kbuild.store.layout import link
 from kbuild.checks import grounding
@@ -15,7 +15,7 @@ from kbuild.text import obligations
 from kbuild.text import prose
 
 from .guard import unsupported_claims, write_grounded
-from .settings import model_rule
+from .settings import KnowledgeContext, model_rule
 from .sources import listing
 from .values import SpecPage
 from .views import view_parts, view_sections
@@ -23,7 +23,7 @@ from .views import view_parts, view_sections
 
 @model_rule("spec", "grounding", version=5, settings=("store", "label"),
             uses=(unsupported, view_parts, view_sections, notes, write_grounded, unsupported_claims, grounding, prose, obligations), returns=SpecPage)
-async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
+async def spec_page(ctx: KnowledgeContext, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
     request = next(s for s in listed.specs if s.name == name)
