@@ -77,7 +77,7 @@ def asks_a_model(rule: Rule) -> bool:
     offline backend answers by code)."""
     if "backend" not in rule.settings:
         return False
-    backend = getattr(rule.configuration, "backend", None)  # the engine types no configuration; a Kbuildfile's own may name anything so
+    backend = getattr(rule.configuration, "backend", None)  # a Kbuildfile's own rule may mean another thing by it
     return backend.asks_model if isinstance(backend, Backend) else True
 
 
