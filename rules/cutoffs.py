@@ -2,17 +2,17 @@
 and nothing built on it runs again."""
 from __future__ import annotations
 
-from kbuild.engine import Context
 from kbuild.checks.meaning import Decision, classify
 
+from .settings import KnowledgeContext
 from .values import Section
 
 
-async def same_meaning(ctx: Context, old: str, new: str) -> Decision:
+async def same_meaning(ctx: KnowledgeContext, old: str, new: str) -> Decision:
     return await classify(ctx, old, new, ctx.settings.backend)
 
 
-async def same_section(ctx: Context, old: Section, new: Section) -> bool | Decision:
+async def same_section(ctx: KnowledgeContext, old: Section, new: Section) -> bool | Decision:
     """A section is the same when it cites the same facts in the same order and its statements
     mean the same; then the old words stay and the page above is not rewritten."""
     if [st.cites for st in old.statements] != [st.cites for st in new.statements] or old.title != new.title:

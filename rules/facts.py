@@ -18,7 +18,7 @@ from kbuild.text import slicing
 from kbuild.checks.grounding import triage, unsupported
 from kbuild.checks.links import links_in
 from kbuild.text.secrets import redact, redacted
-from kbuild.engine import Context, Problem, hash_bytes, rule
+from kbuild.engine import Problem, hash_bytes, rule
 from kbuild.plugins import registry
 from kbuild.text.inline import plain_words
 from kbuild.text.prose import clean, prose_sentences
@@ -27,18 +27,27 @@ from kbuild.store import pages
 from kbuild.store.layout import link
 from kbuild.store.links import needs_sources, rewrite_source_links
 from kbuild.text.markdown import ATX_HEADING, UNDERLINE, visible_text, without_page_markers
+from kbuild.checks import grounding
+from kbuild.checks import links as link_checks
+import kbuild.convert as converter
+from kbuild.store import links as store_links
+from kbuild.text import markdown
+from kbuild.text import prose
+from kbuild.text import secrets
 
 from .cutoffs import same_meaning
 from .guard import PLAIN_TEXT, foreign_names, model_markdown, plain_text, plain_text_failures, unsupported_claims, write_grounded
 from .pages import write_page
-from .settings import model_rule
+from .settings import KnowledgeContext, model_rule
 from .sources import default_views, raw, source_pages
-from .values import Chunks, ChunkText, Page, Place, Reading, RegionPlace, RegionPlaces, SourceHeader, SourceRegions, SourceText, Span
+from .values import HEADER, TAIL, Chunks, ChunkText, Page, Part, Place, Reading, RegionPlace, RegionPlaces, SourceHeader, SourceRegions, SourceText, Span
 
 PREVIOUS_CHARS = 600  # how much of the chunk before a model sees, for references to resolve (docs/design.md)
 PICKS_PER_CHUNK = 3  # sentences of one chunk a default view may say
 RESERVED = {"index", "text", "pages", "figures"}  # names of a source folder's own pages
-CONVERTER = ("kbuild.convert",)  # the converter's code is part of the text rule's fingerprint
+CONVERTER = (converter,)  # the converter's code is part of the text rule's fingerprint
+# named, not imported: its detectors take 50 ms to import, paid only when a text is scanned
+SECRET_KINDS = "kbuild.text.secret_kinds"
 VIEW_PURPOSE = {
     "digest": "What the project is and does, for anyone",
     "user": "How the system behaves, for someone who uses it",
@@ -135,7 +144,7 @@ def place_quotes(quotes: list[str], sentences: list[str]) -> list[int]:
 
 
 
-def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
+def note_source(ctx: KnowledgeContext, data: bytes, where: str) -> tuple[str, str]:
     """A note's text as its pages show it, its status first (kbuild.notes.note.banner), and its title
     with its status. Its evidence files are read through the context, so an edit of one rebuilds
     the note's pages, marked as needing review."""
@@ -154,11 +163,11 @@ def note_source(ctx: Context, data: bytes, where: str) -> tuple[str, str]:
     return notes.note_text(note, changed), notes.note_title(note.header, changed)
 
 
-@rule(version=4, uses=(*CONVERTER, "kbuild.text.secrets", "kbuild.text.secret_kinds", "kbuild.store.links", "kbuild.text.markdown",
-                       "kbuild.store.pages", "kbuild.notes.note", note_source, _title),
+@rule(version=4, uses=(*CONVERTER, secrets, SECRET_KINDS, store_links, markdown,
+                       pages, notes, note_source, _title),
       settings=("store",), returns=SourceText,
       params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
-async def text(ctx: Context, project: str, source: str) -> SourceText:
+async def text(ctx: KnowledgeContext, project: str, source: str) -> SourceText:
     store = ctx.settings.store
     got = await ctx.query(raw(project, source))
     data = ctx.read(got.path)
@@ -213,7 +222,7 @@ SECTION_FLOOR, SECTION_CAP = 80, 700  # tokens of a search section (rules/search
 # The sizes reach the graph as settings (part of this rule's fingerprint): a changed size
 # makes exactly the queries that read it stale.
 @rule(version=1, uses=(slicing,), settings=("floor_tokens", "cap_tokens"), parts=True)
-async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any]:
+async def text_regions(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """The source's text in regions (kbuild.text.slicing.layout), where both the facts' and the
     search sections' cuts agree: "region:N" each, with "header" (SourceRegions). Each region is
     sliced by a query of its own that reads its part alone, so a one-sentence edit re-slices
@@ -223,18 +232,18 @@ async def text_regions(ctx: Context, project: str, source: str) -> dict[str, Any
                                         (SECTION_FLOOR, SECTION_CAP)], headings=doc.kind != "code")
     header = SourceRegions(title=doc.title, original=doc.original, code=doc.kind == "code", pages=doc.pages,
                            figures=sorted(doc.figures), regions=len(regions))
-    return {"header": header.model_dump(), **{f"region:{n}": vars(r) for n, r in enumerate(regions)}}
+    return {HEADER.name: header.model_dump(), **{Part("region", n).name: vars(r) for n, r in enumerate(regions)}}
 
 
-async def region_of(ctx: Context, project: str, source: str, region: int) -> Region:
-    found = await ctx.query_part(text_regions(project, source), f"region:{region}")
+async def region_of(ctx: KnowledgeContext, project: str, source: str, region: int) -> Region:
+    found = await ctx.query_part(text_regions(project, source), Part("region", region).name)
     if found is None:
         raise Problem(f"{project}/{source} has no region {region} any more")
     return Region(**found)
 
 
 @rule(version=1, uses=(slicing, region_of), settings=("floor_tokens", "cap_tokens"), returns=RegionPlaces)
-async def region_places(ctx: Context, project: str, source: str, region: int) -> RegionPlaces:
+async def region_places(ctx: KnowledgeContext, project: str, source: str, region: int) -> RegionPlaces:
     """Where each of one region's chunks stands, in order. `chunks` reads every region's, whole:
     an edit that moves no boundary stops here, and the source's chunks are as recorded."""
     found = await region_of(ctx, project, source, region)
@@ -245,25 +254,25 @@ async def region_places(ctx: Context, project: str, source: str, region: int) ->
 
 
 @rule(version=1, uses=(context_before, region_of), parts=True)
-async def region_chunks(ctx: Context, project: str, source: str, region: int) -> dict[str, Any]:
+async def region_chunks(ctx: KnowledgeContext, project: str, source: str, region: int) -> dict[str, Any]:
     """One region's chunks' words ("words:M", a Span each) and the end of its last one
     ("tail"), which the next region's first chunk sees before it. Each chunk query reads its
     own part, so an edited sentence runs the one chunk query whose words changed."""
     found = await region_of(ctx, project, source, region)
     places = (await ctx.query(region_places(project, source, region))).places
     words = region_texts(found, [Chunk(p.start, p.end, (), None, 0) for p in places])
-    value: dict[str, Any] = {f"words:{m}": Span(text=w, headings=p.headings,
+    value: dict[str, Any] = {Part("words", m).name: Span(text=w, headings=p.headings,
                                                 previous=context_before(words[m - 1]) if m else None).model_dump()
                              for m, (p, w) in enumerate(zip(places, words))}
-    value["tail"] = context_before(words[-1]) if words else ""
+    value[TAIL.name] = context_before(words[-1]) if words else ""
     return value
 
 
 @rule(version=3, uses=(fact_names,), returns=Chunks)
-async def chunks(ctx: Context, project: str, source: str) -> Chunks:
+async def chunks(ctx: KnowledgeContext, project: str, source: str) -> Chunks:
     """Where each of the source's chunks stands, and its name: joined from its regions' places,
     so it runs again only when a boundary moves or a line comes or goes."""
-    header = SourceRegions.model_validate(await ctx.query_part(text_regions(project, source), "header"))
+    header = SourceRegions.model_validate(await ctx.query_part(text_regions(project, source), HEADER.name))
     cut: list[Chunk] = []
     at: list[tuple[int, int]] = []  # each chunk's region and its number there
     regions = await ctx.query_all([region_places(project, source, n) for n in range(header.regions)])
@@ -280,33 +289,33 @@ async def chunks(ctx: Context, project: str, source: str) -> Chunks:
 
 
 @rule(version=1, parts=True)
-async def chunk_places(ctx: Context, project: str, source: str) -> dict[str, Any]:
+async def chunk_places(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """Where each chunk stands, with what a fact page shows of its source: one part per chunk
     ("chunk:SLUG"), which its fact reads alone, so an edit that moves no line loads and checks
     the fact it changed, not one per chunk of the source."""
     doc = await ctx.query(chunks(project, source))
     header = SourceHeader(title=doc.title, original=doc.original, code=doc.code).model_dump()
-    return {f"chunk:{p.slug}": {"place": p.model_dump(), "source": header} for p in doc.chunks}
+    return {Part("chunk", p.slug).name: {"place": p.model_dump(), "source": header} for p in doc.chunks}
 
 
-async def place_of(ctx: Context, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
+async def place_of(ctx: KnowledgeContext, project: str, source: str, slug: str) -> tuple[SourceHeader, Place]:
     """A chunk's place and its source's header: one part of chunk_places."""
-    found = await ctx.query_part(chunk_places(project, source), f"chunk:{slug}")
+    found = await ctx.query_part(chunk_places(project, source), Part("chunk", slug).name)
     if found is None:
         raise Problem(f"{project}/{source} has no chunk {slug!r} any more")
     return SourceHeader.model_validate(found["source"]), Place.model_validate(found["place"])
 
 
 @rule(version=5, uses=(place_of,), returns=ChunkText)
-async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText:
+async def chunk(ctx: KnowledgeContext, project: str, source: str, slug: str) -> ChunkText:
     """One chunk's words, its headings and what comes just before: all a fact needs. Words only,
     not where they stand: lines added above a chunk move it without changing it, and must not
     reach the model calls that read it."""
     doc, place = await place_of(ctx, project, source, slug)
-    span = Span.model_validate(await ctx.query_part(region_chunks(project, source, place.region), f"words:{place.index}"))
+    span = Span.model_validate(await ctx.query_part(region_chunks(project, source, place.region), Part("words", place.index).name))
     previous = span.previous
     if previous is None:  # the first of its region: what comes before it ends the region before
-        previous = await ctx.query_part(region_chunks(project, source, place.region - 1), "tail") if place.region else ""
+        previous = await ctx.query_part(region_chunks(project, source, place.region - 1), TAIL.name) if place.region else ""
     figures: dict[str, str] = {}
     if "figures/" in span.text:  # the source's figures are read only by the chunks that show one
         shown = await ctx.query(text(project, source))
@@ -315,8 +324,8 @@ async def chunk(ctx: Context, project: str, source: str, slug: str) -> ChunkText
     return ChunkText(text=span.text, headings=span.headings, previous=previous, title=doc.title, figures=figures)
 
 
-@model_rule("figure", uses=(redact, "kbuild.text.secret_kinds"), settings=("store",), cutoff=same_meaning)
-async def figure_text(ctx: Context, project: str, source: str, name: str) -> str:
+@model_rule("figure", uses=(redact, SECRET_KINDS), settings=("store",), cutoff=same_meaning)
+async def figure_text(ctx: KnowledgeContext, project: str, source: str, name: str) -> str:
     doc = await ctx.query(text(project, source))
     png = ctx.read(ctx.settings.store.figure(project, source, name, ".png"))
     # a model that reads the image may read a secret in its pixels
@@ -324,11 +333,11 @@ async def figure_text(ctx: Context, project: str, source: str, name: str) -> str
 
 
 @model_rule("reading", version=1, params={"views": VIEW_PURPOSE, "picks": PICKS_PER_CHUNK}, settings=("store",),
-            uses=(place_quotes, prose_sentences, redact, "kbuild.text.secret_kinds", lost_facts, clean,
-                  model_markdown, *PLAIN_TEXT, "kbuild.checks.links", "kbuild.checks.grounding", "kbuild.text.prose",
+            uses=(place_quotes, prose_sentences, redact, SECRET_KINDS, lost_facts, clean,
+                  model_markdown, *PLAIN_TEXT, link_checks, grounding, prose,
                   without_page_markers),
             returns=Reading)
-async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading:
+async def reading(ctx: KnowledgeContext, project: str, source: str, slug: str) -> Reading:
     """The one model call a chunk costs: its rewrite, its summary, and which of its sentences
     each default view should say. Everything else built from a chunk is code over this."""
     store = ctx.settings.store
@@ -363,21 +372,21 @@ async def reading(ctx: Context, project: str, source: str, slug: str) -> Reading
 
 
 @model_rule("reading", cutoff=same_meaning)
-async def rewrite(ctx: Context, project: str, source: str, slug: str) -> str:
+async def rewrite(ctx: KnowledgeContext, project: str, source: str, slug: str) -> str:
     """The chunk rewritten to read on its own; a rewrite that means what the old one meant
     keeps the old words, and the fact page above it is not touched."""
     return (await ctx.query(reading(project, source, slug))).rewrite
 
 
 @model_rule("reading", cutoff=same_meaning)
-async def chunk_summary(ctx: Context, project: str, source: str, slug: str) -> str:
+async def chunk_summary(ctx: KnowledgeContext, project: str, source: str, slug: str) -> str:
     return (await ctx.query(reading(project, source, slug))).summary
 
 
 @model_rule("grounding", version=4, settings=("store", "label"), returns=Page,
-            uses=(write_grounded, unsupported_claims, pages, "kbuild.checks.grounding", "kbuild.text.prose", place_of,
+            uses=(write_grounded, unsupported_claims, pages, grounding, prose, place_of,
                   without_page_markers))
-async def fact(ctx: Context, project: str, source: str, slug: str) -> Page:
+async def fact(ctx: KnowledgeContext, project: str, source: str, slug: str) -> Page:
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
     c = await ctx.query(chunk(project, source, slug))

@@ -8,8 +8,11 @@ the sentence defining it changed.
 """
 from __future__ import annotations
 
-from kbuild.engine import Context, QueryFailed, rule
+from kbuild.engine import QueryFailed, rule
+from kbuild.retrieval import expansion
 from kbuild.retrieval.expansion import Glossary, GlossaryTerm
+from kbuild.text import definitions as definitions_module
+from kbuild.text import injection, secrets
 from kbuild.store.layout import link
 from kbuild.text.definitions import definitions
 from kbuild.text.injection import find_injections
@@ -17,13 +20,14 @@ from kbuild.text.secrets import redact
 
 from .facts import chunk, chunks
 from .pages import write_page
+from .settings import KnowledgeContext
 from .sources import listing, project_outline
 
 KINDS = {"acronym": "stands for", "alias": "another name for", "meaning": "means"}
 
 
-@rule(version=1, uses=("kbuild.text.definitions", "kbuild.text.injection"), returns=Glossary)
-async def fact_terms(ctx: Context, project: str, source: str, slug: str) -> Glossary:
+@rule(version=1, uses=(definitions_module, injection), returns=Glossary)
+async def fact_terms(ctx: KnowledgeContext, project: str, source: str, slug: str) -> Glossary:
     """The terms one fact's words define. Never a source's instruction to a model."""
     text = (await ctx.query(chunk(project, source, slug))).text
     return Glossary(terms=[GlossaryTerm.of(d, f"{source}/{slug}") for d in definitions(text)
@@ -44,7 +48,7 @@ def joined(found: list[Glossary]) -> Glossary:
 
 
 @rule(version=1, uses=(joined,), returns=Glossary)
-async def source_terms(ctx: Context, project: str, source: str) -> Glossary:
+async def source_terms(ctx: KnowledgeContext, project: str, source: str) -> Glossary:
     """The terms a source defines, its facts' in order; a fact that failed to read is left out."""
     slugs = [place.slug for place in (await ctx.query(chunks(project, source))).chunks]
     got = await ctx.query_all([fact_terms(project, source, s) for s in slugs], return_failures=True)
@@ -57,9 +61,9 @@ def glossary_line(term: GlossaryTerm, path: str, facts: list[str]) -> str:
     return f"- **{term.term}** {KINDS[term.kind]} {term.means}: \"{redact(term.sentence)}\" {cites}"
 
 
-@rule(version=1, uses=(joined, glossary_line, "kbuild.text.secrets", "kbuild.retrieval.expansion"), params={"kinds": KINDS},
+@rule(version=1, uses=(joined, glossary_line, secrets, expansion), params={"kinds": KINDS},
       settings=("store",), returns=Glossary)
-async def project_glossary(ctx: Context, project: str) -> Glossary:
+async def project_glossary(ctx: KnowledgeContext, project: str) -> Glossary:
     """kb/PROJECT/glossary.md and glossary.json: the terms of every source of the project."""
     store = ctx.settings.store
     outline = await ctx.query(project_outline(project))

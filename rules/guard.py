@@ -18,19 +18,25 @@ from kbuild.checks.grounding import Doubt, triage
 from kbuild.text.injection import find_injections
 from kbuild.checks.links import link_targets
 from kbuild.convert.markdown import clean_markdown
-from kbuild.engine import Context, Problem, hash_bytes
+from kbuild.engine import Problem, hash_bytes
 from kbuild.text.markdown import without_links
 from kbuild.text.inline import inline_words, plain_words
 from kbuild.text.markdown import TAG_LIKE, shortened
+from kbuild.convert import html as html_conversion
+from kbuild.convert import markdown as markdown_conversion
+from kbuild.text import injection
+from kbuild.text import inline
+from kbuild.text import markdown
 
 from .pages import write_page
+from .settings import KnowledgeContext
 
 
 CODE_SPAN = re.compile(r"(`+)(?=\S)(.*?)(?<=\S)\1")  # `f[T](x)` and `x < y` are code, shown as code
 URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s)\]>\"'`]+", re.I)
 PLAIN_CHARS = 1200  # a summary or an abstract: a few sentences
 # The code that cleans a model's text: part of the fingerprint of each rule that uses it
-MARKDOWN_CLEANING = ("kbuild.convert.markdown", "kbuild.convert.html", "kbuild.text.inline", "kbuild.text.markdown")
+MARKDOWN_CLEANING = (markdown_conversion, html_conversion, inline, markdown)
 
 
 def plain_text(text: str, limit: int = PLAIN_CHARS) -> str:
@@ -92,7 +98,7 @@ def foreign_names(text: str, sources: str) -> list[str]:
 
 # What decides a plain text: in the `uses` of each rule that writes one
 PLAIN_TEXT = (plain_text, plain_text_failures, plain_reply_check, checked_plain_text, foreign_names, *MARKDOWN_CLEANING,
-              "kbuild.text.injection")
+              injection)
 
 
 def model_markdown(text: str, page: Path, store_root: Path, repeats: Collection[str] = ()) -> str:
@@ -106,7 +112,7 @@ def model_markdown(text: str, page: Path, store_root: Path, repeats: Collection[
     return without_links(cleaned, dangling) if dangling else cleaned
 
 
-async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
+async def unsupported_claims(ctx: KnowledgeContext, claims: list[tuple[str, list[str]]], framing: str = "") -> list[str]:
     """The sentences of each claim that its sources do not support, each with why.
 
     Code decides what it can (a number, keyword, code name or quoted term the sources lack:
@@ -128,7 +134,7 @@ async def unsupported_claims(ctx: Context, claims: list[tuple[str, list[str]]], 
     return found
 
 
-async def write_grounded(ctx: Context, path: str, page: str, claims: list[tuple[str, list[str]]],
+async def write_grounded(ctx: KnowledgeContext, path: str, page: str, claims: list[tuple[str, list[str]]],
                          framing: str = "", code: bool = False) -> None:
     """Write `page` only if nothing in `claims` (the page's own statements, each with its sources)
     is unsupported, and record the verdict with the page's hash in the lock.

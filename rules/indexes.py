@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.engine import Problem, QueryFailed, rule
 from kbuild.store.sources import DEFAULT_VIEWS
 from kbuild.store.layout import link
 from kbuild.store.pages import pages_phrase
@@ -20,18 +20,18 @@ from .facts import chunk_summary, chunks, fact
 from .failures import built, not_built
 from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
 from .pages import write_page
-from .settings import model_rule
+from .settings import KnowledgeContext, model_rule
 from .sources import listing, problem, project_outline, raw
 from .glossary import project_glossary
 from .search_index import search_index
 from .search_vectors import search_vectors
 from .summaries import fact_groups, group_of, group_pages, group_places, heading_of, source_summary
-from .values import GroupPagePart, Made, Place, ProjectIndex, SourceIndex
+from .values import GroupPagePart, Made, Part, Place, ProjectIndex, SourceIndex
 from .specs import spec_page
 from .views import view_page
 
 
-async def lines_of(ctx: Context, project: str, source: str, places: list[Place]) -> tuple[list[str], int]:
+async def lines_of(ctx: KnowledgeContext, project: str, source: str, places: list[Place]) -> tuple[list[str], int]:
     """A source index's line for each of these facts (where it stands, each heading it holds and
     its summary), and how many of them were built."""
     slugs = [c.slug for c in places]
@@ -49,12 +49,12 @@ async def lines_of(ctx: Context, project: str, source: str, places: list[Place])
 
 
 @rule(version=4, uses=(not_built, built, pages_phrase, lines_of, group_of, heading_of), settings=("store",))
-async def group_index(ctx: Context, project: str, source: str, group: int) -> int:
+async def group_index(ctx: KnowledgeContext, project: str, source: str, group: int) -> int:
     """The index page of one group of the facts of a source too long for one index (group_pages),
     and how many of its facts were built: an edit of one fact rewrites one page of GROUP_FACTS
     lines, and the source's index reads a value per group, not two per fact."""
     found = await group_of(ctx, project, source, group)
-    page = await ctx.query_part(group_places(project, source), f"page:{group}")
+    page = await ctx.query_part(group_places(project, source), Part("page", group).name)
     if page is None:
         raise Problem(f"{project}/{source} has no group page {group} any more")
     shown = GroupPagePart.model_validate(page)
@@ -67,7 +67,7 @@ async def group_index(ctx: Context, project: str, source: str, group: int) -> in
 
 @rule(version=4, uses=(not_built, built, pages_phrase, lines_of, group_pages), settings=("store", "label"),
       returns=SourceIndex)
-async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
+async def source_index(ctx: KnowledgeContext, project: str, source: str) -> SourceIndex:
     """The source's index page: its summary, then a line per fact or, for a source with more
     facts than INDEX_LINES, a line per section linking to its groups' pages (group_index)."""
     store = ctx.settings.store
@@ -106,7 +106,7 @@ async def source_index(ctx: Context, project: str, source: str) -> SourceIndex:
 
 
 @model_rule("abstract", version=1, uses=(*PLAIN_TEXT,), cutoff=same_meaning)
-async def abstract(ctx: Context, project: str) -> str:
+async def abstract(ctx: KnowledgeContext, project: str) -> str:
     outline = await ctx.query(project_outline(project))
     indexes = await ctx.query_all([source_index(project, s) for s in outline.sources], return_failures=True)
     summaries = [f"{i.title}: {i.summary}" for i in indexes if not isinstance(i, QueryFailed)]
@@ -126,7 +126,7 @@ def counted(values: list[Any], what: str) -> str:
 
 
 @rule(version=2, uses=(not_built, built, counted, shortened), settings=("store",), returns=Made)
-async def artifacts(ctx: Context, project: str) -> Made:
+async def artifacts(ctx: KnowledgeContext, project: str) -> Made:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
     names = [*DEFAULT_VIEWS[listed.kind], *(v.name for v in listed.views)]
@@ -149,7 +149,7 @@ async def artifacts(ctx: Context, project: str) -> Made:
 
 
 @rule(version=3, uses=(not_built,), settings=("store", "label"), returns=ProjectIndex)
-async def project_index(ctx: Context, project: str) -> ProjectIndex:
+async def project_index(ctx: KnowledgeContext, project: str) -> ProjectIndex:
     """The project's page, its raw and facts indexes: a line per source listed, naming each that
     failed to build (and each entry of sources.yml that could not be read) among the rest."""
     store, label = ctx.settings.store, ctx.settings.label
@@ -212,7 +212,7 @@ def sources_phrase(found: ProjectIndex) -> str:
 
 
 @rule(version=2, uses=(not_built, sources_phrase), settings=("store",))
-async def root_index(ctx: Context, *projects: str) -> int:
+async def root_index(ctx: KnowledgeContext, *projects: str) -> int:
     indexes = await ctx.query_all([project_index(p) for p in projects], return_failures=True)
     lines = [f"- [{i.title}]({p}/index.md) ({p}, {sources_phrase(i)}): {i.abstract}"
              if not isinstance(i, QueryFailed) else not_built(p) for p, i in zip(projects, indexes)]

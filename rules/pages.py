@@ -3,10 +3,11 @@ which `kbuild check` reads back from the lock instead of scanning the page again
 from __future__ import annotations
 
 from kbuild.checks.pages import note_page
-from kbuild.engine import Context
+
+from .settings import KnowledgeContext
 
 
-def write_page(ctx: Context, path: str, text: str, *, code: bool = False) -> None:
+def write_page(ctx: KnowledgeContext, path: str, text: str, *, code: bool = False) -> None:
     """Write the page `path` (under the store, so the rule reads the `store` setting); `code`:
     it quotes a source that is code, whose quote holds no links."""
     ctx.write(path, text)

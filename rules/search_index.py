@@ -20,14 +20,19 @@ from importlib.metadata import version
 from typing import Any
 
 from kbuild.text.injection import find_injections
-from kbuild.engine import Context, QueryFailed, rule
+from kbuild.engine import QueryFailed, rule
 from kbuild.text import slicing
 from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
 from kbuild.text.tokens import estimate_tokens
+from kbuild.text import injection
+from kbuild.text import ranking
+from kbuild.text import tokens as token_counting
 
 from .facts import SECTION_CAP, SECTION_FLOOR, chunk, chunk_summary, fact, place_of, region_of, region_places, rewrite
+from .settings import KnowledgeContext
 from .sources import project_outline
 from .summaries import fact_groups, group_of, group_places
+from .values import Part
 
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
 FORMAT = 1  # of search-index.json; kbuild/retrieval/search.py refuses another
@@ -69,7 +74,7 @@ def first_sentence(words: str, limit: int = 160) -> str:
 
 
 @rule(version=1, uses=(slicing, _plain, region_of), parts=True)
-async def region_sections(ctx: Context, project: str, source: str, region: int) -> dict[str, Any]:
+async def region_sections(ctx: KnowledgeContext, project: str, source: str, region: int) -> dict[str, Any]:
     """Where one region's sections stand: its text cut at headings (a long section at
     paragraphs), each part cut again where a chunk ends, so a section stays within its fact;
     one part of this value per chunk of the region ("chunk:M": its pieces). Each fact's sections
@@ -78,7 +83,7 @@ async def region_sections(ctx: Context, project: str, source: str, region: int) 
     found = await region_of(ctx, project, source, region)
     places = (await ctx.query(region_places(project, source, region))).places
     lines = found.lines
-    cuts: dict[str, list[dict[str, Any]]] = {f"chunk:{m}": [] for m in range(len(places))}
+    cuts: dict[str, list[dict[str, Any]]] = {Part("chunk", m).name: [] for m in range(len(places))}
     # Chunks tile the region in order (docs/slicing.md): each part looks only at the chunks from
     # the first that ends at or after it.
     ends = [p.end for p in places]
@@ -95,7 +100,7 @@ async def region_sections(ctx: Context, project: str, source: str, region: int) 
                 covers = [c for n, c in enumerate(covers) if not n or c.lower() in held]
             if not first:  # the part goes on into the next fact, under that fact's headings
                 headings, covers = list(place.headings), list(place.covers[:1])
-            cuts[f"chunk:{m}"].append({"start": start, "end": end, "headings": headings, "covers": covers})
+            cuts[Part("chunk", m).name].append({"start": start, "end": end, "headings": headings, "covers": covers})
             first = False
     return cuts
 
@@ -111,9 +116,9 @@ def section_line(section: dict[str, Any]) -> str:
     return json.dumps({**section, "source_index": "\0"}, sort_keys=True, ensure_ascii=False)
 
 
-@rule(version=4, uses=("kbuild.text.ranking", "kbuild.text.tokens", rewritten_sections, first_sentence, place_of,
-                       section_line, "kbuild.text.injection"), settings=("store",))
-async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
+@rule(version=4, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
+                       section_line, injection), settings=("store",))
+async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json
     ("lines", "summary"), and its words' counts ("counts", "summary_counts"). And the
@@ -125,7 +130,7 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
     out, and so is the page, which is missing or from an earlier build."""
     store = ctx.settings.store
     doc, place = await place_of(ctx, project, source, slug)
-    pieces = await ctx.query_part(region_sections(project, source, place.region), f"chunk:{place.index}") or []
+    pieces = await ctx.query_part(region_sections(project, source, place.region), Part("chunk", place.index).name) or []
     page, words, rewritten, summary = await ctx.query_all(
         [fact(project, source, slug), chunk(project, source, slug), rewrite(project, source, slug),
          chunk_summary(project, source, slug)], return_failures=True)
@@ -177,8 +182,8 @@ async def fact_sections(ctx: Context, project: str, source: str, slug: str) -> d
             "summary_counts": found_counts, "abbreviations": abbreviations}
 
 
-@rule(version=3, uses=(group_of, "kbuild.text.ranking"), settings=("store",))
-async def group_sections(ctx: Context, project: str, source: str, group: int) -> bytes:
+@rule(version=3, uses=(group_of, ranking), settings=("store",))
+async def group_sections(ctx: KnowledgeContext, project: str, source: str, group: int) -> bytes:
     """One group of a source's facts as search sees it, as lines of bytes (`SourceSections.of`
     reads them): a head, then each of their sections in the order of the text and their
     summaries, as its line of sections.json with the index page that lists its fact. The head
@@ -193,7 +198,7 @@ async def group_sections(ctx: Context, project: str, source: str, group: int) ->
     benchmarks/edit_phases.py), and the index decoded every line of the project."""
     store = ctx.settings.store
     found = await group_of(ctx, project, source, group)
-    page = await ctx.query_part(group_places(project, source), f"page:{group}")  # a long source's group page
+    page = await ctx.query_part(group_places(project, source), Part("page", group).name)  # a long source's group page
     index = store.source_part_index(project, source, page["page"]) if page else store.source_index(project, source)
     got = await ctx.query_all([fact_sections(project, source, s) for s in found.slugs], return_failures=True)
     made = [g for g in got if not isinstance(g, QueryFailed)]
@@ -211,7 +216,7 @@ async def group_sections(ctx: Context, project: str, source: str, group: int) ->
 
 
 @rule(version=8)
-async def source_sections(ctx: Context, project: str, source: str) -> bytes:
+async def source_sections(ctx: KnowledgeContext, project: str, source: str) -> bytes:
     """A source's groups' sections (group_sections), in the order of its text: joined as bytes,
     so an edit spells one group's sections, not the source's."""
     found = await ctx.query(fact_groups(project, source))
@@ -269,9 +274,9 @@ def index_files(made: list[SourceSections]) -> dict[str, bytes]:
     return files
 
 
-@rule(version=5, uses=(index_folder, index_files, render_sections, SourceSections.of, "kbuild.text.ranking"),
+@rule(version=5, uses=(index_folder, index_files, render_sections, SourceSections.of, ranking),
       settings=("store",), params={"bm25s": version("bm25s")})  # its version is in the files it writes
-async def search_index(ctx: Context, project: str) -> int:
+async def search_index(ctx: KnowledgeContext, project: str) -> int:
     """kb/PROJECT/search-index/: sections.json (what each section is and where it stands) and
     the bm25s index over their words; the number of sections."""
     outline = await ctx.query(project_outline(project))

@@ -14,10 +14,12 @@ import json
 from typing import Any
 
 from kbuild.retrieval.embedding import EmbeddingError, embedder_for, pack, unpack
-from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.engine import Problem, QueryFailed, rule
+from kbuild.retrieval import embedding
 
 from .facts import text
 from .search_index import SourceSections, index_folder, source_sections
+from .settings import KnowledgeContext
 from .sources import project_outline
 
 FORMAT = 1  # of vectors.json; kbuild/retrieval/search.py refuses another
@@ -31,8 +33,8 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
     return crumb + "\n" + "\n".join(lines[section["start"] - 1:section["end"]])
 
 
-@rule(version=2, uses=(section_words, SourceSections.of, "kbuild.retrieval.embedding"), settings=("semantic",))
-async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, Any]:
+@rule(version=2, uses=(section_words, SourceSections.of, embedding), settings=("semantic",))
+async def source_vectors(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
     joined = SourceSections.of(await ctx.query(source_sections(project, source)))
     sections = [json.loads(line) for line in joined.lines]
@@ -45,7 +47,7 @@ async def source_vectors(ctx: Context, project: str, source: str) -> dict[str, A
 
 
 @rule(version=2, uses=(index_folder, SourceSections.of), settings=("store", "semantic"))
-async def search_vectors(ctx: Context, project: str) -> int:
+async def search_vectors(ctx: KnowledgeContext, project: str) -> int:
     """kb/PROJECT/search-index/vectors.npy and vectors.json, when semantic ranking is on; the
     number of vectors. A source whose vectors failed has zero rows (never ranked by meaning)."""
     semantic = ctx.settings.semantic

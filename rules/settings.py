@@ -14,14 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from kbuild.retrieval.embedding import SemanticSettings, embedder_for
-from kbuild.engine import Decisive, rule
+from kbuild.engine import Context, Decisive, rule
 from kbuild.model import Backend
 from kbuild.store.layout import Store
 
-# What the backend is asked, by setting name: each task's parameters (model, temperature...) and
-# prompt templates decide only the rules that ask it.
-TASKS = {"figure": "figure", "reading": "reading", "grounding": "grounding", "source_summary": "source summary",
-         "abstract": "abstract", "view": "view", "spec": "spec"}
+
+class Task:
+    """A setting that is one task the backend is asked: it reads as the backend's parameters for
+    that task (model, temperature...), which with the task's prompt templates decide only the
+    rules that ask it."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+
+    def __get__(self, settings: KnowledgeSettings, owner: type) -> dict[str, object]:
+        return settings.backend.params(self.task)
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,15 +39,18 @@ class KnowledgeSettings:
     cap_tokens: int
     semantic: SemanticSettings | None = None  # rank by meaning too (off by default): the embedder of the sections
 
+    figure = Task("figure")
+    reading = Task("reading")
+    grounding = Task("grounding")
+    source_summary = Task("source summary")
+    abstract = Task("abstract")
+    view = Task("view")
+    spec = Task("spec")
+
     @property
     def label(self) -> str:
         """How pages name who wrote their words ("written by gpt-4o-mini (model output, ...)")."""
         return self.backend.label
-
-    def __getattr__(self, name: str) -> Any:
-        if name in TASKS:  # a task's setting reads as its parameters
-            return self.backend.params(TASKS[name])
-        raise AttributeError(name)
 
     def decided_by(self, name: str) -> Decisive:
         if name == "backend":
@@ -53,6 +63,11 @@ class KnowledgeSettings:
         if name == "store":
             return Decisive(self.store.root)
         return Decisive(getattr(self, name))
+
+
+# each task's setting by its name, as the rules declare them
+TASKS = {name: value.task for name, value in vars(KnowledgeSettings).items() if isinstance(value, Task)}
+KnowledgeContext = Context[KnowledgeSettings]  # a rule's context: `ctx.settings.NAME` read with its field's type
 
 
 def model_rule(*tasks: str, settings: Iterable[str] = (), uses: Iterable[Any] = (), **options: Any) -> Callable[..., Any]:

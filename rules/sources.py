@@ -10,17 +10,19 @@ from typing import Any
 
 from kbuild.text.secrets import without_userinfo
 from kbuild.convert import refusal
-from kbuild.engine import Context, Problem, hash_bytes, rule
+from kbuild.engine import Problem, hash_bytes, rule
 from kbuild.store.localstate import LocalState
 from kbuild.store import sources as sources_module
 from kbuild.store.fetch import meta_yml
 from kbuild.store.sources import DEFAULT_VIEWS, Listing, Source, SourcesError, parse, resolve_path
+from kbuild.convert import text as text_conversion
 
+from .settings import KnowledgeContext
 from .values import Outline, RawCopy
 
 
 @rule(version=1, uses=(sources_module,), settings=("store",), returns=Listing)
-async def listing(ctx: Context, project: str) -> Listing:
+async def listing(ctx: KnowledgeContext, project: str) -> Listing:
     path = ctx.settings.store.sources_file(project)
     try:
         data = ctx.read(path)
@@ -33,7 +35,7 @@ async def listing(ctx: Context, project: str) -> Listing:
 
 
 @rule(version=1, settings=("store",), returns=Source)
-async def source_entry(ctx: Context, project: str, source: str) -> Source:
+async def source_entry(ctx: KnowledgeContext, project: str, source: str) -> Source:
     listed = await ctx.query(listing(project))
     if source in listed.broken:
         raise Problem(listed.broken[source])
@@ -44,12 +46,12 @@ async def source_entry(ctx: Context, project: str, source: str) -> Source:
 
 
 @rule
-async def problem(ctx: Context, project: str, number: int) -> None:
+async def problem(ctx: KnowledgeContext, project: str, number: int) -> None:
     """A bad entry of sources.yml, failing on its own so the other sources still build."""
     raise Problem((await ctx.query(listing(project))).problems[number])
 
 
-def fetch_problem(ctx: Context, project: str, source: str) -> str:
+def fetch_problem(ctx: KnowledgeContext, project: str, source: str) -> str:
     """Why a url source has no copy: what the last download said (kbuild.store.fetch), read
     through the context like any input."""
     try:
@@ -59,8 +61,8 @@ def fetch_problem(ctx: Context, project: str, source: str) -> str:
     return found.get(f"{project}/{source}", "has not been downloaded (built with --no-fetch?)")
 
 
-@rule(version=4, uses=(meta_yml, fetch_problem, refusal, "kbuild.convert.text"), settings=("store",), returns=RawCopy)
-async def raw(ctx: Context, project: str, source: str) -> RawCopy:
+@rule(version=4, uses=(meta_yml, fetch_problem, refusal, text_conversion), settings=("store",), returns=RawCopy)
+async def raw(ctx: KnowledgeContext, project: str, source: str) -> RawCopy:
     store = ctx.settings.store
     entry = await ctx.query(source_entry(project, source))
     where = f"{project}/{source}"
@@ -89,7 +91,7 @@ async def raw(ctx: Context, project: str, source: str) -> RawCopy:
 
 
 @rule(version=1, settings=("store",))
-async def source_pages(ctx: Context, project: str) -> dict[str, str]:
+async def source_pages(ctx: KnowledgeContext, project: str) -> dict[str, str]:
     """Each source's origin (its path or url) and its index page: what a source's links are
     resolved against. Only sources with such links read it, and other edits of sources.yml
     (a title, a view) do not change it."""
@@ -98,14 +100,14 @@ async def source_pages(ctx: Context, project: str) -> dict[str, str]:
 
 
 @rule(version=1)
-async def default_views(ctx: Context, project: str) -> list[str]:
+async def default_views(ctx: KnowledgeContext, project: str) -> list[str]:
     """The default views of a project's kind, so that what reads them does not read every
     edit of sources.yml."""
     return list(DEFAULT_VIEWS[(await ctx.query(listing(project))).kind])
 
 
 @rule(version=2, returns=Outline)
-async def project_outline(ctx: Context, project: str) -> Outline:
+async def project_outline(ctx: KnowledgeContext, project: str) -> Outline:
     """The project's title and source ids: what its abstract depends on, and not where each
     source lives (a moved file must not reach the model)."""
     listed = await ctx.query(listing(project))

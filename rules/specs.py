@@ -9,12 +9,16 @@ from typing import Any
 
 from kbuild.notes import note as notes
 from kbuild.checks.grounding import unsupported
-from kbuild.engine import Context, Problem
+from kbuild.engine import Problem
 from kbuild.text.obligations import acceptance_failures, normative_keyword, same_obligation
+from kbuild.text import quantities
 from kbuild.store.layout import link
+from kbuild.checks import grounding
+from kbuild.text import obligations
+from kbuild.text import prose
 
 from .guard import unsupported_claims, write_grounded
-from .settings import model_rule
+from .settings import KnowledgeContext, model_rule
 from .sources import listing
 from .values import SpecPage
 from .views import view_parts, view_sections
@@ -34,8 +38,9 @@ def once_each(requirements: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @model_rule("spec", "grounding", version=6, settings=("store", "label"),
-            uses=(once_each, unsupported, view_parts, view_sections, "kbuild.notes.note", write_grounded, unsupported_claims, "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.obligations", "kbuild.text.quantities"), returns=SpecPage)
-async def spec_page(ctx: Context, project: str, name: str) -> SpecPage:
+            uses=(once_each, unsupported, view_parts, view_sections, notes, write_grounded, unsupported_claims, grounding,
+                  prose, obligations, quantities), returns=SpecPage)
+async def spec_page(ctx: KnowledgeContext, project: str, name: str) -> SpecPage:
     store = ctx.settings.store
     listed = await ctx.query(listing(project))
     request = next(s for s in listed.specs if s.name == name)

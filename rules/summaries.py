@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.engine import Problem, QueryFailed, rule
 from kbuild.text.slugs import slug, unique
 
 from .cutoffs import same_meaning
 from .facts import chunk_summary, chunks
 from .guard import PLAIN_TEXT, checked_plain_text, plain_reply_check
-from .settings import model_rule
-from .values import FactGroups, Group, GroupPagePart, GroupPart
+from .settings import KnowledgeContext, model_rule
+from .values import FactGroups, Group, GroupPagePart, GroupPart, Part
 
 GROUP_FACTS = 12  # facts per summary group and view section: the most one changed fact costs
 INDEX_LINES = 150  # facts one source index lists; a longer source's index links a page per group
@@ -41,7 +41,7 @@ def summaries_or_fail(values: list[Any], where: str) -> list[str]:
 
 
 @rule(version=2, returns=FactGroups)
-async def fact_groups(ctx: Context, project: str, source: str) -> FactGroups:
+async def fact_groups(ctx: KnowledgeContext, project: str, source: str) -> FactGroups:
     """The source's facts in groups of at most GROUP_FACTS, one section of the source each:
     what a summary level or a view section reads."""
     doc = await ctx.query(chunks(project, source))
@@ -56,29 +56,29 @@ async def fact_groups(ctx: Context, project: str, source: str) -> FactGroups:
 
 
 @rule(version=1, uses=(group_pages,), parts=True)
-async def group_places(ctx: Context, project: str, source: str) -> dict[str, Any]:
+async def group_places(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """Each group of fact_groups as parts of its own: "group:N" (the source's title, the group's
     section and slugs) and, for a source with group index pages, "page:N" (GroupPagePart). A
     query of one group reads its parts alone, so an edit that regroups nothing leaves the other
     groups' queries as recorded, unread, where a whole read of fact_groups put every one of them
     and the facts they read in the edit's reach (12,000 queries at 2,000 facts)."""
     found = await ctx.query(fact_groups(project, source))
-    value = {f"group:{n}": GroupPart(title=found.title, section=g.section, slugs=g.slugs).model_dump()
+    value = {Part("group", n).name: GroupPart(title=found.title, section=g.section, slugs=g.slugs).model_dump()
              for n, g in enumerate(found.groups)}
     names = group_pages(found)
     if names is not None:
         place = {c.slug: c for c in (await ctx.query(chunks(project, source))).chunks}
         before: Counter[str] = Counter()  # the pages of each section so far
         for n, (g, name) in enumerate(zip(found.groups, names)):
-            value[f"page:{n}"] = GroupPagePart(page=name, nth=before[g.section],
+            value[Part("page", n).name] = GroupPagePart(page=name, nth=before[g.section],
                                                places=[place[s] for s in g.slugs]).model_dump()
             before[g.section] += 1
     return value
 
 
-async def group_of(ctx: Context, project: str, source: str, group: int) -> GroupPart:
+async def group_of(ctx: KnowledgeContext, project: str, source: str, group: int) -> GroupPart:
     """One group of a source's facts: one part of group_places."""
-    found = await ctx.query_part(group_places(project, source), f"group:{group}")
+    found = await ctx.query_part(group_places(project, source), Part("group", group).name)
     if found is None:
         raise Problem(f"{project}/{source} has no group {group} any more")
     return GroupPart.model_validate(found)
@@ -89,7 +89,7 @@ def heading_of(title: str, section: str) -> str:
     return title if section == title else f"{title} › {section}"
 
 
-async def _summarise(ctx: Context, title: str, parts: list[Any], where: str) -> str:
+async def _summarise(ctx: KnowledgeContext, title: str, parts: list[Any], where: str) -> str:
     kept = summaries_or_fail(parts, where)
     if len(kept) == 1:
         return kept[0]
@@ -100,7 +100,7 @@ async def _summarise(ctx: Context, title: str, parts: list[Any], where: str) -> 
 
 @model_rule("source_summary", version=1, uses=(summaries_or_fail, *PLAIN_TEXT, _summarise, group_of),
             cutoff=same_meaning)
-async def group_summary(ctx: Context, project: str, source: str, group: int) -> str:
+async def group_summary(ctx: KnowledgeContext, project: str, source: str, group: int) -> str:
     found = await group_of(ctx, project, source, group)
     parts = await ctx.query_all([chunk_summary(project, source, s) for s in found.slugs], return_failures=True)
     return await _summarise(ctx, found.title, parts, f"{project}/{source}")
@@ -108,7 +108,7 @@ async def group_summary(ctx: Context, project: str, source: str, group: int) -> 
 
 @model_rule("source_summary", version=1, uses=(summaries_or_fail, *PLAIN_TEXT, _summarise),
             cutoff=same_meaning)
-async def source_summary(ctx: Context, project: str, source: str) -> str:
+async def source_summary(ctx: KnowledgeContext, project: str, source: str) -> str:
     found = await ctx.query(fact_groups(project, source))
     parts = await ctx.query_all([group_summary(project, source, n) for n in range(len(found.groups))],
                                 return_failures=True)

@@ -5,7 +5,30 @@ once per build, whoever reads it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
+
+PartKind = Literal["header", "region", "words", "tail", "chunk", "group", "page"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """The name of one entry of a parted query's value (`@rule(parts=True)`), which a reader
+    reads alone (`ctx.query_part`): a kind and which one of it. Spelled here only, so the rule
+    that makes the value and the readers of an entry cannot disagree; the spelling is in every
+    lock, so changing it rebuilds every store."""
+
+    kind: PartKind
+    which: int | str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.which is None else f"{self.kind}:{self.which}"
+
+
+HEADER, TAIL = Part("header"), Part("tail")
 
 
 class Value(BaseModel):

@@ -11,19 +11,24 @@ from typing import Any
 
 from kbuild.checks.grounding import unsupported
 from kbuild.text.secrets import redact
-from kbuild.engine import Context, Problem, QueryFailed, hash_bytes, rule
+from kbuild.engine import Problem, QueryFailed, hash_bytes, rule
 from kbuild.text.prose import is_statement, prose_sentences
 from kbuild.store.layout import link
 from kbuild.store.sources import ViewRequest
 from kbuild.retrieval.expansion import SameWords
 from kbuild.retrieval.topic import Candidate, Passage, passages, rank
+from kbuild.checks import grounding
+from kbuild.retrieval import topic
+from kbuild.text import injection
+from kbuild.text import prose
+from kbuild.text import secrets
 
 from .cutoffs import same_section
 from .glossary import project_glossary
-from .facts import VIEW_PURPOSE, chunk, fact, reading
+from .facts import SECRET_KINDS, VIEW_PURPOSE, chunk, fact, reading
 from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
 from .pages import write_page
-from .settings import model_rule
+from .settings import KnowledgeContext, model_rule
 from .sources import listing
 from .summaries import fact_groups, group_of, heading_of
 from .values import SaidSection, Section, Statement, ViewBlock, ViewPage
@@ -45,8 +50,8 @@ def assemble_section(view: str, facts: list[dict[str, Any]]) -> list[Statement]:
     return [Statement(text=facts[n]["sentences"][i], cites=[facts[n]["ref"]]) for n, i in sorted(chosen)]
 
 
-@rule(version=5, uses=("kbuild.retrieval.topic", group_of))
-async def fact_sentences(ctx: Context, project: str, source: str, group: int) -> dict[str, Any]:
+@rule(version=5, uses=(topic, group_of))
+async def fact_sentences(ctx: KnowledgeContext, project: str, source: str, group: int) -> dict[str, Any]:
     """The prose passages of each fact of one group of a source, with the headings each sits
     under, which views on request rank, select and cite."""
     found = await group_of(ctx, project, source, group)
@@ -59,7 +64,7 @@ async def fact_sentences(ctx: Context, project: str, source: str, group: int) ->
 
 
 @rule(version=2, returns=ViewRequest)
-async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | None:
+async def view_request(ctx: KnowledgeContext, project: str, view: str) -> ViewRequest | None:
     """A view's request as sources.yml has it (None for a default view), so that sections read
     only their own request and not every edit of sources.yml."""
     return next((v for v in (await ctx.query(listing(project))).views if v.name == view), None)
@@ -67,9 +72,9 @@ async def view_request(ctx: Context, project: str, view: str) -> ViewRequest | N
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
             uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
-                  "kbuild.checks.grounding", "kbuild.text.prose", "kbuild.text.secrets", "kbuild.text.secret_kinds"),
+                  grounding, prose, secrets, SECRET_KINDS),
             cutoff=same_section, returns=Section)
-async def view_section(ctx: Context, project: str, view: str, origin: str, source: str, group: int) -> Section:
+async def view_section(ctx: KnowledgeContext, project: str, view: str, origin: str, source: str, group: int) -> Section:
     """One section of a view: what one group of a source's facts says to it (for a view on
     request, group -1: the facts of the source that the ranking found).
 
@@ -127,8 +132,8 @@ async def view_section(ctx: Context, project: str, view: str, origin: str, sourc
                    statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements])
 
 
-@rule(version=4, uses=("kbuild.retrieval.topic", is_statement, "kbuild.text.injection"))
-async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
+@rule(version=4, uses=(topic, is_statement, injection))
+async def view_hits(ctx: KnowledgeContext, project: str, view: str) -> dict[str, Any]:
     """The sentences a requested view draws on, ranked across the whole project (kbuild.retrieval.topic):
     statements only, never a source's instruction to a model or its markup alone."""
     listed = await ctx.query(listing(project))
@@ -152,7 +157,7 @@ async def view_hits(ctx: Context, project: str, view: str) -> dict[str, Any]:
     return {"origins": [f"{p}/{s}" for p, s in origins], "hits": hits}
 
 
-async def view_parts(ctx: Context, project: str, view: str) -> tuple[str, list[tuple[str, str, int]]]:
+async def view_parts(ctx: KnowledgeContext, project: str, view: str) -> tuple[str, list[tuple[str, str, int]]]:
     """What a view is for and its sections' keys in page order, (origin, source, group): one per
     group of each source's facts for a default view, one per source with hits for a view on
     request. Its page and a spec written from it read the same sections."""
@@ -167,14 +172,14 @@ async def view_parts(ctx: Context, project: str, view: str) -> tuple[str, list[t
                                 for n in range(len(o.groups))]
 
 
-async def view_sections(ctx: Context, project: str, view: str) -> tuple[str, list[Section]]:
+async def view_sections(ctx: KnowledgeContext, project: str, view: str) -> tuple[str, list[Section]]:
     """What a view is for and its sections, in page order."""
     purpose, parts = await view_parts(ctx, project, view)
     return purpose, await ctx.query_all([view_section(project, view, p, s, n) for p, s, n in parts])
 
 
 @rule(version=1, settings=("store",), returns=ViewBlock)
-async def view_block(ctx: Context, project: str, view: str, origin: str, source: str, first: int, last: int) -> ViewBlock:
+async def view_block(ctx: KnowledgeContext, project: str, view: str, origin: str, source: str, first: int, last: int) -> ViewBlock:
     """The sections of groups first..last-1 of a source's facts (-1: a view on request's one
     section of it) as the view's page says them, links and all. The page joins its blocks, so
     a section that changed renders its block again, not every statement of the page."""
@@ -188,7 +193,7 @@ async def view_block(ctx: Context, project: str, view: str, origin: str, source:
 
 
 @rule(version=5, uses=(view_parts,), settings=("store", "label"), returns=ViewPage)
-async def view_page(ctx: Context, project: str, view: str) -> ViewPage:
+async def view_page(ctx: KnowledgeContext, project: str, view: str) -> ViewPage:
     """A view's page, joined from blocks of BLOCK_GROUPS sections; its value is what the views'
     index shows of it (a spec written from the view reads its sections itself), so a change
     further down the page rebuilds no index."""

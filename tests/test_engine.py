@@ -165,6 +165,24 @@ def test_a_rule_s_source_text_is_kept_in_the_state_so_the_next_process_need_not_
     assert report.executed == [] and report.failed == {}
 
 
+
+def test_a_package_named_in_uses_by_object_decides_by_every_file_below_it(tmp_path, monkeypatch):
+    """A rule that names a package it uses (a converter) is stale when any of the package's
+    modules changes, one it never imported too, and it is the same fingerprint as naming it by
+    its dotted name (a Kbuildfile written before rules took objects)."""
+    import importlib
+
+    package = tmp_path / "helpers"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "pdf.py").write_text("DPI = 150\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    helpers = importlib.import_module("helpers")
+    by_object, by_name = Rule(words.fn, "words", uses=(helpers,)), Rule(words.fn, "words", uses=("helpers",))
+    assert by_object.fingerprint == by_name.fingerprint
+    (package / "pdf.py").write_text("DPI = 300\n")
+    assert Rule(words.fn, "words", uses=(helpers,)).fingerprint != by_object.fingerprint
+
 @rule
 async def maybe(ctx, path):
     RUNS.append("maybe")

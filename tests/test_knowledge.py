@@ -248,6 +248,28 @@ def test_a_long_source_regrouped_by_an_edit_ends_as_a_clean_build_of_it(tmp_path
     assert (incremental / "kbuild.lock").read_text() == (clean / "kbuild.lock").read_text()
 
 
+
+def test_every_part_a_query_reads_is_one_its_maker_recorded(tmp_path):
+    """A reader of one entry of a parted value names it as the rule that made the value does
+    (rules/values.py's Part): an entry spelled otherwise would read as absent, and the reader
+    would run on nothing, or again at every build."""
+    from documents import small_store
+
+    small_store(tmp_path, {"manual.md": chaptered_manual(180)})
+    assert kbuild(tmp_path).exit_code == 0
+    entries = {}
+    for lock in [tmp_path / "kbuild.lock", *(tmp_path / "kbuild.lock.d").glob("*.lock")]:
+        entries.update(json.loads(lock.read_text())["queries"])
+    kinds = set()
+    for entry in entries.values():
+        for group in entry["deps"]:
+            for read, digest in group:
+                if "@" in digest and read in entries:
+                    value_hash, part = digest.split("@", 1)
+                    assert entries[read].get("parts", {}).get(part) == value_hash, (read, part)
+                    kinds.add(part.split(":")[0])
+    assert {"header", "region", "words", "chunk", "group", "page"} <= kinds, kinds
+
 def test_a_long_source_s_index_links_a_page_per_section_part_and_an_edit_rewrites_one(tmp_path):
     """A source of more facts than one index page lists gets a line per section on its index,
     linking to pages of at most GROUP_FACTS facts each; an edit of one sentence rewrites the

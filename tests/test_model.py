@@ -13,6 +13,7 @@ from model_replies import answer as faithful_answer
 from model_replies import faithful_reply
 from openai_server import Fault, Reply, ScriptedServer, strict_schema_errors
 
+from kbuild.model import Backend
 from kbuild.model.openai_backend import OpenAIBackend
 from kbuild.model.settings import ModelSettings
 
@@ -561,3 +562,49 @@ def test_a_server_on_this_machine_or_its_network_is_local_and_starts_at_one_requ
         assert is_local(url), url
     for url in ("https://api.together.xyz/v1", "https://openrouter.ai/api/v1", "http://8.8.8.8/v1"):
         assert not is_local(url), url
+
+
+class OnlyWhatItAnswers(Backend):
+    """A plug-in's backend that implements the questions and none of the optional abilities."""
+
+    name = "minimal"
+    label = "written by a minimal plug-in"
+
+    def params(self, task: str) -> dict[str, object]:
+        return {"backend": self.name, "task": task}
+
+    def prompts(self, task: str) -> list[object]:
+        return []
+
+    @property
+    def code(self) -> tuple[object, ...]:
+        return ()
+
+
+def test_a_backend_lacking_the_optional_abilities_is_answered_for_by_the_protocol():
+    """The build's notice, `kbuild status`'s estimate, `kbuild doctor` and the meaning check
+    each ask a backend a typed question; one that lacks the ability gets the protocol's answer."""
+    from kbuild.checks.meaning import classify
+    from kbuild.services.doctor import _model
+
+    backend = OnlyWhatItAnswers()
+    assert (backend.notice, backend.asks_model, backend.settings) == (None, True, None)
+    old, new = "The service accepts card payments from every merchant.", "The service accepts card payments from merchants in the EU."
+    decision = asyncio.run(classify(None, old, new, backend))
+    assert (decision.same, decision.stage) == (False, "edit")  # no model stage: the edit stage's answer
+    finding = _model(backend)
+    assert (finding.status, finding.what) == ("PASS", "model: written by a minimal plug-in")
+
+
+def test_a_plugin_backend_written_against_another_protocol_is_one_line_when_chosen(monkeypatch):
+    from kbuild.model import choice
+    from kbuild.plugins import BackendEntry, Plugin, Registry
+
+    class Old:  # answers the questions, but not what kbuild now asks of every backend
+        name, label = "old", "old"
+
+    plugin = Plugin("old", "kbuild-old", "0.1")
+    monkeypatch.setattr(choice, "registry", lambda: Registry((plugin,), backends={"old": BackendEntry("old", plugin, lambda s: Old())}))
+    with pytest.raises(ValueError, match=r"^model settings: backend 'old' of the plug-in kbuild-old 0.1 does not meet "
+                                         r"kbuild.model.Backend; upgrade the plug-in"):
+        choice.choose_backend({"backend": "old"})

@@ -22,7 +22,7 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kbuild.text.keywords import KEYWORD
 
@@ -139,14 +139,23 @@ def classify_text(old: str, new: str) -> Decision:
     return Decision(True, "edit", 0.99, "only typo-sized word changes, capitalisation and punctuation")
 
 
-async def classify(ctx: Any, old: str, new: str, backend: Any = None, threshold: float = 0.99) -> Decision:
+class Judge(Protocol):
+    """What the model stage asks of a backend (kbuild.model.Backend answers it)."""
+
+    async def yes_probability(self, ctx: Any, task: str, question: str, context: str) -> tuple[float, bool] | None: ...
+
+
+async def classify(ctx: Any, old: str, new: str, backend: Judge | None = None, threshold: float = 0.99) -> Decision:
     """The whole cascade; the model stage only where the backend can answer yes/no."""
     decision = classify_text(old, new)
-    if decision.same or decision.stage != "edit" or backend is None or not hasattr(backend, "yes_probability"):
+    if decision.same or decision.stage != "edit" or backend is None:
         return decision
     question = ("Do the two texts above state exactly the same facts, numbers, requirements and conditions, "
                 "so that a reader of one learns nothing different from the other?")
-    p, from_logprobs = await backend.yes_probability(ctx, "same meaning", question, f"TEXT A:\n{old}\n\nTEXT B:\n{new}")
+    judged = await backend.yes_probability(ctx, "same meaning", question, f"TEXT A:\n{old}\n\nTEXT B:\n{new}")
+    if judged is None:  # a backend that cannot judge: the edit stage's answer stands
+        return decision
+    p, from_logprobs = judged
     if not from_logprobs:  # a bare "yes" is no evidence: a server that ignores logprobs may say it to anything
         return Decision(False, "model", 0.0, "the server gave no logprobs: no evidence of the same meaning")
     return Decision(p >= threshold, "model", round(p, 4), "p(same) from the model's logprobs")

@@ -26,8 +26,8 @@ def service_for(app: Application | None, state_dir: Path) -> tuple[BatchService,
     from ..model.batches import BatchService
     from ..model.openai_backend import OpenAIBackend
 
-    backend = getattr(app, "backend", None)
-    if not isinstance(backend, OpenAIBackend):
+    backend = app.backend if app is not None else None
+    if not isinstance(backend, OpenAIBackend):  # batches are the OpenAI Batch API's
         raise KbuildError("--batch needs a model server: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (a server "
                           "with the batch endpoints, such as vLLM) and KBUILD_MODEL; the offline backend makes no "
                           "calls to batch", WRONG)

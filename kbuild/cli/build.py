@@ -70,7 +70,7 @@ def build(session: Session, dry_run: bool = False, as_json: bool = False, refres
     for problem in fetch_problems:
         click.secho(f"failed: {problem}", fg="red", err=True)
     app = spec.application
-    notice = getattr(app.backend, "notice", None) if app is not None else None
+    notice = app.backend.notice if app is not None else None
     if notice and not session.quiet and not as_json and _first_said(engine.state_dir, notice):
         click.echo(f"kbuild: {notice}", err=True)
     listings = {glob: uptodate.listing(spec.root, glob) for glob in app.target_globs()} if app else {}

@@ -76,8 +76,7 @@ def check(session: Session, fmt: str, as_json: bool, strict: bool, record: bool 
             page, line = _where(exc, root)
             _emit(fmt, [], formats.failure(message, page, line), root, ran=False)
         raise KbuildError(message, WRONG) from None
-    backend = getattr(spec.application, "backend", None)
-    if getattr(backend, "notice", None) and any(f.kind == "changed-rule" for f in findings):
+    if spec.application is not None and spec.application.backend.notice and any(f.kind == "changed-rule" for f in findings):
         # nobody chose the offline backend: a store a model built reads as every rule changed
         click.echo("kbuild: no model is named here, so this check reads the store as the offline backend would "
                    "build it; if a model built it, name that model (KBUILD_MODEL, and OPENAI_BASE_URL if the "

@@ -14,6 +14,7 @@ import textwrap
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
@@ -29,16 +30,11 @@ class SourceTexts:
         """The source text, so that the fingerprint is the same on every Python version and
         machine.
 
-        A string names a module or package whose files are read without importing it, so a rule
-        can depend on a heavy library's code (a converter) without a no-op build paying for its
-        import.
+        A module's text is its file's, a package's every file's below it (its submodules, imported
+        or not). A string names a module or package the same way, read without importing it.
         """
-        if isinstance(fn, str):
-            spec = importlib.util.find_spec(fn)
-            if spec is None or spec.origin is None:
-                raise ValueError(f"`uses` names {fn!r}, which is not an importable module")
-            files = sorted(Path(spec.origin).parent.rglob("*.py")) if spec.submodule_search_locations else [Path(spec.origin)]
-            return "".join(f.read_text() for f in files)
+        if isinstance(fn, str) or isinstance(fn, ModuleType) and hasattr(fn, "__path__"):
+            return _files_text(fn)
         key = _place(fn)
         if key:
             self._used.add(key)
@@ -59,6 +55,14 @@ class SourceTexts:
         new to keep (none looked up, or the same as recorded)."""
         used = {k: self._texts[k] for k in self._used if k in self._texts}
         return used if used and used != self.recorded else None
+
+
+def _files_text(module: ModuleType | str) -> str:
+    spec = importlib.util.find_spec(module) if isinstance(module, str) else module.__spec__
+    if spec is None or spec.origin is None:
+        raise ValueError(f"`uses` names {module!r}, which is not an importable module")
+    files = sorted(Path(spec.origin).parent.rglob("*.py")) if spec.submodule_search_locations else [Path(spec.origin)]
+    return "".join(f.read_text() for f in files)
 
 
 def _place(fn: Any) -> str | None:

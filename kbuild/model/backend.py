@@ -1,16 +1,36 @@
-"""What the rules ask of a model, as a protocol every backend (kbuild's own or a plug-in's) meets."""
+"""What the rules ask of a model, as a protocol every backend (kbuild's own or a plug-in's) meets.
+
+The abilities a backend may lack are declared here too, with the answer of one that lacks them,
+so a caller asks a typed question instead of probing for an attribute. A backend that subclasses
+`Backend` (as kbuild's own do) inherits those answers and overrides what it can do.
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..checks.grounding import Doubt
+    from .settings import ModelSettings
 
 
+@runtime_checkable
 class Backend(Protocol):
     name: str
     label: str
+
+    # -- abilities a backend may lack, answered here for one that does --------------------------
+
+    notice: str | None = None  # why this backend answers when nobody chose it: a build says so once
+    asks_model: bool = True  # whether its answers cost model calls, which `kbuild status` estimates
+    settings: ModelSettings | None = None  # the OpenAI-compatible server it calls, which `kbuild doctor` asks
+
+    async def yes_probability(self, ctx: Any, task: str, question: str, context: str) -> tuple[float, bool] | None:
+        """p(yes) to a yes/no question about `context`, and whether it comes from the model's
+        logprobs; None when this backend cannot judge (the meaning check then ends at its edit stage)."""
+        return None
+
+    # -- what every backend answers -------------------------------------------------------------
 
     def params(self, task: str) -> dict[str, object]: ...
 
@@ -34,4 +54,3 @@ class Backend(Protocol):
     async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
 
     async def ground(self, ctx: Any, doubts: Sequence[Doubt]) -> list[int]: ...
-

@@ -7,10 +7,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..plugins import one_line, registry
+from .backend import Backend
 from .settings import ModelSettings
 
 
-def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
+def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Backend:
     """The backend the settings name, else the OpenAI-compatible one when a key, a base URL or a
     model is named, else the offline one, with a notice that a build prints (not every command
     that reads the Kbuildfile)."""
@@ -32,6 +33,10 @@ def choose_backend(settings: ModelSettings | dict[str, Any] | None) -> Any:
             raise
         raise ValueError(f"model settings: backend {name!r} of the plug-in {found.plugin.label} could not start "
                          f"({one_line(exc)}); fix its settings, or upgrade the plug-in") from None
+    if not isinstance(backend, Backend):  # one written against an older protocol: say so now, not mid-build
+        raise ValueError(f"model settings: backend {name!r} of the plug-in {found.plugin.label} does not meet "
+                         "kbuild.model.Backend; upgrade the plug-in (a backend subclasses kbuild.model.Backend, "
+                         "which answers for the abilities it lacks)")
     if given.backend is None and name == "offline":
         backend.notice = ("no model configured (OPENAI_API_KEY, OPENAI_BASE_URL or KBUILD_MODEL): using the offline "
                           "backend, which writes extractive pages")

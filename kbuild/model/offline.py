@@ -15,6 +15,7 @@ from collections import Counter
 from ..text import inline, injection, keywords, markdown, obligations, prose, quantities, sentences
 from ..text.markdown import LIST_ITEM
 from ..text.prose import ANGLED, STOPWORDS, WORD, clean, prose_sentences
+from .backend import Backend
 
 NAME = "offline"
 LABEL = "extractive (offline backend)"
@@ -148,12 +149,11 @@ def select_requirements(statements: list[dict[str, object]]) -> list[dict[str, o
     return found
 
 
-class OfflineBackend:
+class OfflineBackend(Backend):
     """What the rules ask of a model, answered by the functions above."""
 
     name = NAME
     label = LABEL
-    notice: str | None = None  # why this backend answers, when nobody chose it: a build says so once
     asks_model = False  # it answers by code: `kbuild status` expects no model call of it
 
     def params(self, task: str) -> dict[str, object]:

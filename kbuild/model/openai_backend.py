@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..engine import CallCache, Problem
 from ..text.tokens import estimate_tokens
+from .backend import Backend
 from .batchcalls import BatchCalls
 from .calllog import CallLog
 from .settings import ModelSettings
@@ -123,11 +124,11 @@ def untrusted(text: str) -> str:
     return text.replace("</source>", "</ source>")
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     name = "openai"
 
     def __init__(self, settings: ModelSettings) -> None:
-        self.settings = settings
+        self.settings: ModelSettings = settings
         self.label = f"written by {settings.model} (model output, checked against its sources)"
         self.mode = first_mode(settings.base_url)  # until the server refuses it
         self.transport = Transport(settings)

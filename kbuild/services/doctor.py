@@ -20,7 +20,7 @@ from ..engine import Engine, LockError
 from ..engine.layout import FOLDER
 from ..engine.state import damage
 from ..retrieval.embedding import installed
-from ..model import Backend, ModelSettings
+from ..model import Backend
 from ..store.sources import SourcesError, parse
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ def _kbuildfile(spec: Buildfile) -> list[Finding]:
 def _model(backend: Backend | None) -> Finding:
     if backend is None or backend.name == "offline":
         return Finding("PASS", "model: the offline backend (extractive; no network, no key)")
-    settings = getattr(backend, "settings", None)
-    if not isinstance(settings, ModelSettings):  # a plug-in's backend: what it reaches is its own to say
+    settings = backend.settings
+    if settings is None:  # a plug-in's backend that calls no OpenAI-compatible server: what it reaches is its own to say
         return Finding("PASS", f"model: {backend.label}")
     url = (settings.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
     if settings.missing_key:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..engine import Change, Engine, FileRead, Memo, Query, Reason, Rule, to_graph
 from ..store.localstate import LocalState
+from ..model import Backend
 from ..model.calllog import CallLog
 from ..store.reports import LastRun, last_run
 
@@ -76,7 +77,8 @@ def asks_a_model(rule: Rule) -> bool:
     offline backend answers by code)."""
     if "backend" not in rule.settings:
         return False
-    return bool(getattr(getattr(rule.configuration, "backend", None), "asks_model", True))
+    backend = getattr(rule.configuration, "backend", None)  # a Kbuildfile's own rule may mean another thing by it
+    return backend.asks_model if isinstance(backend, Backend) else True
 
 
 def estimate(engine: Engine, rules: list[str]) -> str:
