@@ -37,6 +37,7 @@ from .sources import project_outline
 from .values import Value
 
 SHARED_SOURCES = 2  # a phrase not in the glossary is a concept when facts of this many sources say it
+SHARED_FACTS = 3  # ... and this many facts: two mentions in passing make no concept
 
 
 class FactPhrases(Value):
@@ -109,7 +110,8 @@ def chosen(glossary: Glossary, found: list[tuple[str, FactPhrases]]) -> list[Con
             forms.setdefault(key, []).append(form)
     # a phrase as a sentence's middle writes it: "Session tokens" opening a sentence is "session tokens"
     written = {k: next((f for f in fs if not f[0].isupper() or not f[1:].islower()), fs[0]) for k, fs in forms.items()}
-    shared = {k: frozenset(p) for k, p in places.items() if len({r.split("/", 1)[0] for r in p}) >= SHARED_SOURCES}
+    shared = {k: frozenset(p) for k, p in places.items()
+              if len(p) >= SHARED_FACTS and len({r.split("/", 1)[0] for r in p}) >= SHARED_SOURCES}
     groups: dict[str, dict[str, Any]] = {}  # a concept's key (Names.of) -> its entry's fields
     for term in glossary.terms:
         group = groups.setdefault(names.of(term.term), {"name": _display(term), "names": [], "term": term})
@@ -130,7 +132,7 @@ def chosen(glossary: Glossary, found: list[tuple[str, FactPhrases]]) -> list[Con
 
 
 @rule(version=1, uses=(fact_refs, chosen, _display, "kbuild.text.concepts", "kbuild.text.slugs"),
-      params={"shared_sources": SHARED_SOURCES}, parts=True)
+      params={"shared_sources": SHARED_SOURCES, "shared_facts": SHARED_FACTS}, parts=True)
 async def project_concepts(ctx: Context, project: str) -> dict[str, Any]:
     """The project's concepts: "names" (each concept's names, by slug), which every fact's
     mentions read, and "concept:SLUG", which its page alone reads."""

@@ -26,7 +26,9 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'’]*(?:[-–][A-Za-z]+)*(?:\(s\))?|[^\sA-Za
 FILLER = STOPWORDS | frozenset(
     """within without per via every each many much several new using use used uses least most
     also always never often usually e.g i.e etc like unlike see whether either neither yet
-    non based following follows same different another other others able unless""".split())
+    non based following follows same different another other others able unless additional certain
+    various potential possible specific include includes including need needs make makes provide
+    provides allow allows given even though although""".split())
 LONGEST = 3  # words in a phrase: "session token lifetime", not a clause
 
 
@@ -145,7 +147,7 @@ def _spelled(name: str) -> str:
     if _short(name):
         return "(?-i:" + re.escape(name[:-1] if name.endswith("s") else name) + "s?)"
     words = name_words(name)
-    parts = [re.escape(w) for w in words[:-1]]
+    parts = [re.escape(w) + "(?:s|es)?" for w in words[:-1]]  # "attributes include" is "attribute include"
     last = words[-1]
     if last.endswith("y") and len(last) > 3:
         parts.append(re.escape(last[:-1]) + "(?:y|ies|ie)")
