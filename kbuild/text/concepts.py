@@ -83,9 +83,12 @@ def phrases(sentence: str) -> dict[str, str]:
         if _content(token):
             run.append(token)
             continue
-        for n in range(2, LONGEST + 1):
+        # a hyphenated word is a phrase of its parts: "session-tokens" is "session tokens"
+        for n in range(1, LONGEST + 1):
             for i in range(len(run) - n + 1):
                 words = run[i:i + n]
+                if len(name_words(" ".join(words))) < 2 or len(name_words(" ".join(words))) > LONGEST:
+                    continue
                 if words[0].lower().endswith("ly") or words[-1].lower().endswith(("ed", "ly")):
                     continue
                 if all(w.isupper() for w in words):
