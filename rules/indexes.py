@@ -23,6 +23,7 @@ from .pages import write_page
 from .settings import KnowledgeContext, model_rule
 from .sources import listing, problem, project_outline, raw
 from .glossary import project_glossary
+from .concepts import concept_index
 from .search_index import search_index
 from .search_vectors import search_vectors
 from .summaries import fact_groups, group_of, group_pages, group_places, heading_of, source_summary
@@ -161,8 +162,9 @@ async def project_index(ctx: KnowledgeContext, project: str) -> ProjectIndex:
     raws, indexes, (summary, made) = got[:len(ids)], got[len(ids):-2], got[-2:]
     # kb/PROJECT/search-index/, for search: the words' index, and the vectors when semantic ranking is on
     # ... and the glossary, which search and context read to take a reader's words for the sources'
-    _, _, terms = await ctx.query_all([search_index(project), search_vectors(project), project_glossary(project)],
-                                      return_failures=True)
+    # ... and the concept pages, what each source says of each thing they define or share
+    _, _, terms, concepts = await ctx.query_all([search_index(project), search_vectors(project), project_glossary(project),
+                                                 concept_index(project)], return_failures=True)
     if isinstance(summary, QueryFailed):
         summary = "(no abstract: it failed to build; run `kbuild` to see why)"
     title = listed.title or project
@@ -194,6 +196,9 @@ async def project_index(ctx: KnowledgeContext, project: str) -> ProjectIndex:
         + artifacts_line
         + (not_built("glossary.md") if isinstance(terms, QueryFailed) else
            f"- [glossary.md](glossary.md): {len(terms.terms)} {'term' if len(terms.terms) == 1 else 'terms'} the sources define\n")
+        + (not_built("concepts/") if isinstance(concepts, QueryFailed) else
+           f"- [concepts/](concepts/index.md): {concepts} {'concept' if concepts == 1 else 'concepts'}, "
+           "what each source says about each\n")
         + "- [sources.yml](sources.yml): the list of sources, written by people\n"))
     ctx.write(store.raw_index(project), f"# Raw sources of {title}\n\nUp: [{project}](../index.md)\n\nEach source exactly "
               "as fetched, never edited, with where it came from.\n\n" + "\n".join(raw_lines) + "\n")

@@ -19,11 +19,11 @@ from kbuild.store.fetch import fetch_urls
 from kbuild.store.layout import Store
 from kbuild.store.sources import SourcesError, parse
 
-from . import facts, glossary, indexes, search_index, search_vectors, sources, specs, summaries, views
+from . import concepts, facts, glossary, indexes, search_index, search_vectors, sources, specs, summaries, views
 from .settings import KnowledgeSettings
 
 URL_ENTRY = re.compile(r"^[\s-]*url\s*:", re.M)  # a source given by its address, in sources.yml
-MODULES = (sources, facts, summaries, glossary, views, specs, search_index, search_vectors, indexes)  # every rule of the pipeline is in one of these
+MODULES = (sources, facts, summaries, glossary, concepts, views, specs, search_index, search_vectors, indexes)  # every rule of the pipeline is in one of these
 
 
 def pipeline_rules() -> list[Rule]:

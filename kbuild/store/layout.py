@@ -119,12 +119,18 @@ class Store:
         """What search and context read of the glossary (kbuild.retrieval.expansion)."""
         return join(self.root, project, "glossary.json")
 
-    GENERATED = ("raw", "facts", "artifacts", "search-index")  # the folders of a project the build writes
+    def concepts_index(self, project: str) -> str:
+        return join(self.root, project, "concepts", "index.md")
+
+    def concept(self, project: str, concept: str) -> str:
+        return join(self.root, project, "concepts", f"{concept}.md")
+
+    GENERATED = ("raw", "facts", "artifacts", "search-index", "concepts")  # the folders of a project the build writes
     GENERATED_FILES = ("index.md", "glossary.md", "glossary.json")  # ... and its files
 
     def generated(self, path: str) -> bool:
         """Whether `path` (relative to the root) is a page the build writes: the store's index, a
-        project's index and glossary, or a file in a project's raw/, facts/, artifacts/ or search-index/. The rest
+        project's index and glossary, or a file in a project's raw/, facts/, artifacts/, search-index/ or concepts/. The rest
         of the store (sources.yml, notes/, what a person put there) no rule writes."""
         parts = path.split("/")
         store = self.root.split("/") if self.root else []

@@ -1,0 +1,255 @@
+"""Concept pages: for each thing the sources of a project speak of, what each of them says about
+it, in its own sentences, each linked to its fact; kb/PROJECT/concepts/index.md lists them, one
+line each with what the thing is.
+
+A project's concepts are the terms its glossary gives (rules/glossary.py) and the phrases facts
+of at least SHARED_SOURCES sources share (kbuild.text.concepts), the names of one thing joined
+(an acronym and its expansion, a plural, a hyphenation). Each step reads as little as it can:
+
+- `fact_phrases`: the phrases of one fact, cut off when they did not change;
+- `project_concepts`: which concepts the project has, one part per concept and one of all
+  their names, so a concept's page reads its own entry only;
+- `fact_concepts`: which concepts one fact mentions and with which sentences, a part each;
+- `concept_citations`: which facts mention each concept, a part each;
+- `concept_page`: one page, reading its entry, its facts' lists and those facts' sentences
+  about it alone. An edit rebuilds the pages citing a fact it changed; a removed source's
+  facts are cited by no part any more, and their statements leave the pages.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.retrieval.expansion import Glossary, GlossaryTerm
+from kbuild.store.layout import link
+from kbuild.text.concepts import Concept, Names, closed, mentions, phrases
+from kbuild.text.markdown import shortened
+from kbuild.text.prose import prose_sentences
+from kbuild.text.secrets import redact
+from kbuild.text.slugs import slug as slug_of, unique
+
+from .facts import chunk, chunks, fact
+from .failures import built
+from .glossary import KINDS, project_glossary
+from .pages import write_page
+from .sources import project_outline
+from .values import Value
+
+SHARED_SOURCES = 2  # a phrase not in the glossary is a concept when facts of this many sources say it
+SHARED_FACTS = 3  # ... and this many facts: two mentions in passing make no concept
+
+
+class FactPhrases(Value):
+    """The phrases one fact's sentences may share with others: key -> as the fact writes it."""
+
+    phrases: dict[str, str]
+
+
+class ConceptEntry(Value):
+    """A concept as the project has it: its name, every name it goes by, and the glossary's
+    definition of it when a source defines it."""
+
+    slug: str
+    name: str
+    names: list[str]
+    defined: str | None = None  # "MFA stands for Multi-Factor Authentication"
+    sentence: str | None = None  # the sentence that defines it
+    defined_in: str | None = None  # its fact, "<source>/<slug>"
+
+
+class SaidOf(Value):
+    """What one fact says of one concept: its source's title and its sentences that mention it."""
+
+    title: str
+    sentences: list[str]
+
+
+class ConceptPage(Value):
+    """What the concepts' index shows of a concept page."""
+
+    name: str
+    line: str
+    statements: int
+    sources: int
+
+
+def _display(term: GlossaryTerm) -> str:
+    return term.term if term.names is None else f"{term.means} ({term.term})"
+
+
+async def fact_refs(ctx: Context, project: str) -> list[tuple[str, str]]:
+    """(source, slug) of every fact of the project, in source order; a source that failed to
+    cut has none."""
+    outline = await ctx.query(project_outline(project))
+    cut = await ctx.query_all([chunks(project, s) for s in outline.sources], return_failures=True)
+    return [(s, place.slug) for s, c in zip(outline.sources, cut) if not isinstance(c, QueryFailed) for place in c.chunks]
+
+
+@rule(version=1, uses=("kbuild.text.concepts", prose_sentences), returns=FactPhrases)
+async def fact_phrases(ctx: Context, project: str, source: str, slug: str) -> FactPhrases:
+    found: dict[str, str] = {}
+    for sentence in prose_sentences((await ctx.query(chunk(project, source, slug))).text):
+        for key, written in phrases(sentence).items():
+            found.setdefault(key, written)
+    return FactPhrases(phrases=found)
+
+
+def chosen(glossary: Glossary, found: list[tuple[str, FactPhrases]]) -> list[ConceptEntry]:
+    """The project's concepts: each glossary term (its names joined), then each phrase facts of
+    SHARED_SOURCES sources say that no glossary name and no longer shared phrase holds wholly,
+    in the order of their names; slugs unique."""
+    names = Names()
+    for term in glossary.terms:
+        names.join(*(term.names or (term.term,)))
+    places: dict[str, set[str]] = {}
+    forms: dict[str, list[str]] = {}
+    for ref, said in found:
+        for key, form in said.phrases.items():
+            places.setdefault(key, set()).add(ref)
+            forms.setdefault(key, []).append(form)
+    # a phrase as a sentence's middle writes it: "Session tokens" opening a sentence is "session tokens"
+    written = {k: next((f for f in fs if not f[0].isupper() or not f[1:].islower()), fs[0]) for k, fs in forms.items()}
+    shared = {k: frozenset(p) for k, p in places.items()
+              if len(p) >= SHARED_FACTS and len({r.split("/", 1)[0] for r in p}) >= SHARED_SOURCES}
+    groups: dict[str, dict[str, Any]] = {}  # a concept's key (Names.of) -> its entry's fields
+    for term in glossary.terms:
+        group = groups.setdefault(names.of(term.term), {"name": _display(term), "names": [], "term": term})
+        group["names"] += [n for n in (term.names or (term.term,)) if n not in group["names"]]
+    for key in sorted(closed(shared, written)):
+        group = groups.setdefault(names.of(written[key]), {"name": written[key], "names": [], "term": None})
+        if written[key] not in group["names"]:
+            group["names"].append(written[key])
+    taken: set[str] = set()
+    entries = []
+    for group in sorted(groups.values(), key=lambda g: (g["name"].lower(), g["name"])):
+        term: GlossaryTerm | None = group["term"]
+        entries.append(ConceptEntry(
+            slug=unique(slug_of(group["name"]), taken), name=group["name"], names=group["names"],
+            defined=f"**{term.term}** {KINDS[term.kind]} {term.means}" if term else None,
+            sentence=redact(term.sentence) if term else None, defined_in=term.cites[0] if term else None))
+    return entries
+
+
+@rule(version=1, uses=(fact_refs, chosen, _display, "kbuild.text.concepts", "kbuild.text.slugs"),
+      params={"shared_sources": SHARED_SOURCES, "shared_facts": SHARED_FACTS}, parts=True)
+async def project_concepts(ctx: Context, project: str) -> dict[str, Any]:
+    """The project's concepts: "names" (each concept's names, by slug), which every fact's
+    mentions read, and "concept:SLUG", which its page alone reads."""
+    (glossary,) = await ctx.query_all([project_glossary(project)], return_failures=True)
+    refs = await fact_refs(ctx, project)
+    got = await ctx.query_all([fact_phrases(project, s, f) for s, f in refs], return_failures=True)
+    entries = chosen(Glossary(terms=[]) if isinstance(glossary, QueryFailed) else glossary,
+                     [(f"{s}/{f}", p) for (s, f), p in zip(refs, got) if not isinstance(p, QueryFailed)])
+    return {"names": {e.slug: e.names for e in entries}, **{f"concept:{e.slug}": e.model_dump() for e in entries}}
+
+
+@functools.lru_cache(maxsize=4096)
+def _concept(names: tuple[str, ...]) -> Concept:
+    return Concept.named(names)  # compiled once per build for all the facts that look for it
+
+
+@rule(version=1, uses=("kbuild.text.concepts", prose_sentences, "kbuild.text.secrets"), parts=True)
+async def fact_concepts(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
+    """Which concepts one fact mentions, each ("concept:SLUG") with the fact's sentences that
+    do, secrets redacted: what a concept page says of this fact."""
+    names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), "names") or {}
+    found = await ctx.query(chunk(project, source, slug))
+    sentences = prose_sentences(found.text)
+    said = mentions(sentences, {c: _concept(tuple(n)) for c, n in names.items()})
+    return {f"concept:{c}": SaidOf(title=found.title, sentences=[redact(sentences[i]) for i in at]).model_dump()
+            for c, at in said.items()}
+
+
+@rule(version=1, uses=(fact_refs,), parts=True)
+async def concept_citations(ctx: Context, project: str) -> dict[str, Any]:
+    """The facts that mention each concept ("concept:SLUG"), in source order."""
+    refs = await fact_refs(ctx, project)
+    got = await ctx.query_all([fact_concepts(project, s, f) for s, f in refs], return_failures=True)
+    cites: dict[str, list[str]] = {}
+    for (source, slug), said in zip(refs, got):
+        if not isinstance(said, QueryFailed):
+            for part in said:
+                cites.setdefault(part, []).append(f"{source}/{slug}")
+    return cites
+
+
+def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]], links: dict[str, str | None]) -> str:
+    """A concept's page: its name, the sentence that defines it (with its fact), then what each
+    source says of it, a section per source in the order `said` has them (the defining one
+    first), each sentence once with every fact of the source that says it; `links` gives each
+    fact's link, None for a fact whose page did not build."""
+    def cited(ref: str) -> str:
+        target = links[ref]
+        name = ref.split("/", 1)[1]
+        return f"([{name}]({target}))" if target else f"({name}: not built; run `kbuild` to see why)"
+
+    head = [f"# {entry.name}\n", f"Up: [concepts](index.md) · [{project}](../index.md)\n"]
+    if entry.defined and entry.defined_in:
+        head.append(f"{entry.defined}: \"{entry.sentence}\" {cited(entry.defined_in)}\n")
+    others = [n for n in entry.names if n not in entry.name]
+    if others:
+        head.append("Also written: " + ", ".join(others) + ".\n")
+    head.append("_What each source says about it, in its own sentences, each linked to the fact it comes from._\n")
+    sections: dict[str, tuple[str, dict[str, list[str]]]] = {}  # source -> (its title, sentence -> its facts)
+    for ref, part in said:
+        title, lines = sections.setdefault(ref.split("/", 1)[0], (part.title, {}))
+        for sentence in part.sentences:
+            lines.setdefault(sentence, []).append(ref)
+    body = []
+    for title, lines in sections.values():
+        body.append(f"## {title}\n")
+        body += [f"- {sentence} " + " ".join(cited(r) for r in refs) for sentence, refs in lines.items()]
+        body.append("")
+    return "\n".join([*head, *body]).rstrip() + "\n"
+
+
+def defining_first(refs: list[str], defined_in: str | None) -> list[str]:
+    """The facts in source order, but the defining fact's source first and that fact first in it."""
+    if defined_in not in refs:
+        return refs
+    source = defined_in.split("/", 1)[0]
+    return [defined_in, *(r for r in refs if r != defined_in and r.startswith(source + "/")),
+            *(r for r in refs if not r.startswith(source + "/"))]
+
+
+@rule(version=1, uses=(page_text, defining_first), settings=("store",), returns=ConceptPage)
+async def concept_page(ctx: Context, project: str, concept: str) -> ConceptPage:
+    """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
+    mention it, which are all it reads."""
+    store = ctx.settings.store
+    found = await ctx.query_part(project_concepts(project), f"concept:{concept}")
+    if found is None:
+        raise Problem(f"{project} has no concept {concept!r} any more")
+    entry = ConceptEntry.model_validate(found)
+    refs = defining_first(await ctx.query_part(concept_citations(project), f"concept:{concept}") or [], entry.defined_in)
+    said = [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *ref.split("/", 1)), f"concept:{concept}")))
+            for ref in refs]
+    cited = list(dict.fromkeys([*refs, *([entry.defined_in] if entry.defined_in else [])]))
+    # a fact page that failed is named, not linked: the page never links to what is not there
+    pages = await ctx.query_all([fact(project, *ref.split("/", 1)) for ref in cited], return_failures=True)
+    path = store.concept(project, concept)
+    links = {ref: None if isinstance(p, QueryFailed) else link(path, store.fact(project, *ref.split("/", 1)))
+             for ref, p in zip(cited, pages)}
+    write_page(ctx, path, page_text(project, entry, said, links))
+    first = next((s for _, part in said for s in part.sentences), "")
+    line = f"{entry.defined}" if entry.defined else f"\"{shortened(first, 160)}\""
+    return ConceptPage(name=entry.name, line=line, statements=sum(len(p.sentences) for _, p in said),
+                       sources=len({r.split("/", 1)[0] for r in refs}))
+
+
+@rule(version=1, uses=(built, shortened), settings=("store",))
+async def concept_index(ctx: Context, project: str) -> int:
+    """kb/PROJECT/concepts/index.md, a line per concept with what it is, and how many concepts
+    the project has."""
+    store = ctx.settings.store
+    names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), "names") or {}
+    slugs = list(names)
+    got = await ctx.query_all([concept_page(project, c) for c in slugs], return_failures=True)
+    lines = [f"- {c}: not built; run `kbuild` to see why" if isinstance(p, QueryFailed) else
+             f"- [{p.name}]({c}.md): {p.line} ({p.sources} {'source' if p.sources == 1 else 'sources'}, "
+             f"{p.statements} {'statement' if p.statements == 1 else 'statements'})" for c, p in zip(slugs, got)]
+    write_page(ctx, store.concepts_index(project), f"# Concepts\n\nUp: [{project}](../index.md)\n\nEach thing the "
+               "sources define or several of them speak of, with what it is; its page says what each source says "
+               "about it, in the source's own sentences.\n\n" + ("\n".join(lines) or "No concepts yet.") + "\n")
+    return built(got)
