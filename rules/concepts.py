@@ -20,9 +20,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kbuild.engine import Context, Problem, QueryFailed, rule
+from kbuild.engine import Problem, QueryFailed, rule
 from kbuild.retrieval.expansion import Glossary, GlossaryTerm
 from kbuild.store.layout import link
+from kbuild.text import concepts as concepts_text
+from kbuild.text import secrets, slugs
 from kbuild.text.concepts import Concept, Names, closed, mentions, phrases
 from kbuild.text.markdown import shortened
 from kbuild.text.prose import prose_sentences
@@ -34,7 +36,8 @@ from .failures import built
 from .glossary import KINDS, project_glossary
 from .pages import write_page
 from .sources import project_outline
-from .values import Value
+from .settings import KnowledgeContext
+from .values import NAMES, Part, Value
 
 SHARED_SOURCES = 2  # a phrase not in the glossary is a concept when facts of this many sources say it
 SHARED_FACTS = 3  # ... and this many facts: two mentions in passing make no concept
@@ -78,7 +81,7 @@ def _display(term: GlossaryTerm) -> str:
     return term.term if term.names is None else f"{term.means} ({term.term})"
 
 
-async def fact_refs(ctx: Context, project: str) -> list[tuple[str, str]]:
+async def fact_refs(ctx: KnowledgeContext, project: str) -> list[tuple[str, str]]:
     """(source, slug) of every fact of the project, in source order; a source that failed to
     cut has none."""
     outline = await ctx.query(project_outline(project))
@@ -86,8 +89,8 @@ async def fact_refs(ctx: Context, project: str) -> list[tuple[str, str]]:
     return [(s, place.slug) for s, c in zip(outline.sources, cut) if not isinstance(c, QueryFailed) for place in c.chunks]
 
 
-@rule(version=1, uses=("kbuild.text.concepts", prose_sentences), returns=FactPhrases)
-async def fact_phrases(ctx: Context, project: str, source: str, slug: str) -> FactPhrases:
+@rule(version=1, uses=(concepts_text, prose_sentences), returns=FactPhrases)
+async def fact_phrases(ctx: KnowledgeContext, project: str, source: str, slug: str) -> FactPhrases:
     found: dict[str, str] = {}
     for sentence in prose_sentences((await ctx.query(chunk(project, source, slug))).text):
         for key, written in phrases(sentence).items():
@@ -131,9 +134,9 @@ def chosen(glossary: Glossary, found: list[tuple[str, FactPhrases]]) -> list[Con
     return entries
 
 
-@rule(version=1, uses=(fact_refs, chosen, _display, "kbuild.text.concepts", "kbuild.text.slugs"),
+@rule(version=1, uses=(fact_refs, chosen, _display, concepts_text, slugs),
       params={"shared_sources": SHARED_SOURCES, "shared_facts": SHARED_FACTS}, parts=True)
-async def project_concepts(ctx: Context, project: str) -> dict[str, Any]:
+async def project_concepts(ctx: KnowledgeContext, project: str) -> dict[str, Any]:
     """The project's concepts: "names" (each concept's names, by slug), which every fact's
     mentions read, and "concept:SLUG", which its page alone reads."""
     (glossary,) = await ctx.query_all([project_glossary(project)], return_failures=True)
@@ -141,7 +144,7 @@ async def project_concepts(ctx: Context, project: str) -> dict[str, Any]:
     got = await ctx.query_all([fact_phrases(project, s, f) for s, f in refs], return_failures=True)
     entries = chosen(Glossary(terms=[]) if isinstance(glossary, QueryFailed) else glossary,
                      [(f"{s}/{f}", p) for (s, f), p in zip(refs, got) if not isinstance(p, QueryFailed)])
-    return {"names": {e.slug: e.names for e in entries}, **{f"concept:{e.slug}": e.model_dump() for e in entries}}
+    return {NAMES.name: {e.slug: e.names for e in entries}, **{Part("concept", e.slug).name: e.model_dump() for e in entries}}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -149,20 +152,20 @@ def _concept(names: tuple[str, ...]) -> Concept:
     return Concept.named(names)  # compiled once per build for all the facts that look for it
 
 
-@rule(version=1, uses=("kbuild.text.concepts", prose_sentences, "kbuild.text.secrets"), parts=True)
-async def fact_concepts(ctx: Context, project: str, source: str, slug: str) -> dict[str, Any]:
+@rule(version=1, uses=(concepts_text, prose_sentences, secrets), parts=True)
+async def fact_concepts(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
     """Which concepts one fact mentions, each ("concept:SLUG") with the fact's sentences that
     do, secrets redacted: what a concept page says of this fact."""
-    names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), "names") or {}
+    names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), NAMES.name) or {}
     found = await ctx.query(chunk(project, source, slug))
     sentences = prose_sentences(found.text)
     said = mentions(sentences, {c: _concept(tuple(n)) for c, n in names.items()})
-    return {f"concept:{c}": SaidOf(title=found.title, sentences=[redact(sentences[i]) for i in at]).model_dump()
+    return {Part("concept", c).name: SaidOf(title=found.title, sentences=[redact(sentences[i]) for i in at]).model_dump()
             for c, at in said.items()}
 
 
 @rule(version=1, uses=(fact_refs,), parts=True)
-async def concept_citations(ctx: Context, project: str) -> dict[str, Any]:
+async def concept_citations(ctx: KnowledgeContext, project: str) -> dict[str, Any]:
     """The facts that mention each concept ("concept:SLUG"), in source order."""
     refs = await fact_refs(ctx, project)
     got = await ctx.query_all([fact_concepts(project, s, f) for s, f in refs], return_failures=True)
@@ -214,16 +217,16 @@ def defining_first(refs: list[str], defined_in: str | None) -> list[str]:
 
 
 @rule(version=1, uses=(page_text, defining_first), settings=("store",), returns=ConceptPage)
-async def concept_page(ctx: Context, project: str, concept: str) -> ConceptPage:
+async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> ConceptPage:
     """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
     mention it, which are all it reads."""
     store = ctx.settings.store
-    found = await ctx.query_part(project_concepts(project), f"concept:{concept}")
+    found = await ctx.query_part(project_concepts(project), Part("concept", concept).name)
     if found is None:
         raise Problem(f"{project} has no concept {concept!r} any more")
     entry = ConceptEntry.model_validate(found)
-    refs = defining_first(await ctx.query_part(concept_citations(project), f"concept:{concept}") or [], entry.defined_in)
-    said = [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *ref.split("/", 1)), f"concept:{concept}")))
+    refs = defining_first(await ctx.query_part(concept_citations(project), Part("concept", concept).name) or [], entry.defined_in)
+    said = [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *ref.split("/", 1)), Part("concept", concept).name)))
             for ref in refs]
     cited = list(dict.fromkeys([*refs, *([entry.defined_in] if entry.defined_in else [])]))
     # a fact page that failed is named, not linked: the page never links to what is not there
@@ -239,11 +242,11 @@ async def concept_page(ctx: Context, project: str, concept: str) -> ConceptPage:
 
 
 @rule(version=1, uses=(built, shortened), settings=("store",))
-async def concept_index(ctx: Context, project: str) -> int:
+async def concept_index(ctx: KnowledgeContext, project: str) -> int:
     """kb/PROJECT/concepts/index.md, a line per concept with what it is, and how many concepts
     the project has."""
     store = ctx.settings.store
-    names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), "names") or {}
+    names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), NAMES.name) or {}
     slugs = list(names)
     got = await ctx.query_all([concept_page(project, c) for c in slugs], return_failures=True)
     lines = [f"- {c}: not built; run `kbuild` to see why" if isinstance(p, QueryFailed) else

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-PartKind = Literal["header", "region", "words", "tail", "chunk", "group", "page"]
+PartKind = Literal["header", "region", "words", "tail", "chunk", "group", "page", "names", "concept"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Part:
         return self.kind if self.which is None else f"{self.kind}:{self.which}"
 
 
-HEADER, TAIL = Part("header"), Part("tail")
+HEADER, TAIL, NAMES = Part("header"), Part("tail"), Part("names")
 
 
 class Value(BaseModel):

@@ -107,7 +107,7 @@ def test_github_one_annotation_per_root_cause_most_important_first(repo):
     # The changed input itself is annotated, its awkward name escaped, its pages listed in the message.
     assert changed[0]["file"] == f"sub/{NOTES}"
     assert f"file=sub/notes%2C v2%3A 100%25.md,title=Input changed%2C store not rebuilt::" in result.stdout
-    assert "It makes 8 pages stale:" in changed[1] and "sub/kb/shop/raw/notes-v2-100/original.md" in changed[1]
+    assert "It makes 10 pages stale:" in changed[1] and "sub/kb/shop/raw/notes-v2-100/original.md" in changed[1]
     assert "\n" not in lines[-1] and "%0A" in lines[-1]  # one line per annotation, newlines escaped
     assert not re.search(r'\w+\("', result.stdout)  # no query ids (raw("shop",...)) in what a reviewer reads
 
