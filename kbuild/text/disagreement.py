@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
+from typing import Protocol
 
 from .keywords import KEYWORD
 from .obligations import STRENGTH, normative_keyword
@@ -45,6 +46,16 @@ MODAL_FORCE = {"must": "MUST", "shall": "MUST", "should": "SHOULD", "may": "MAY"
 LIMIT_WORDS = frozenset(w for _, cue in CUES for w in re.findall(r"[a-z]+", cue))
 SHARED = 0.6  # the share of the shorter subject's words the other must hold: the same subject
 SHARED_WORDS = 2  # and at least this many words: "It MUST" and "They SHOULD" share no subject
+
+
+class OneWord(Protocol):
+    """Reads every name a glossary gives a term as one word (kbuild.retrieval.expansion.SameWords)."""
+
+    def one_word(self, text: str) -> str: ...
+
+
+def _read(text: str, same: OneWord | None) -> str:
+    return same.one_word(text) if same is not None else text
 
 
 class Attribute(Enum):
@@ -81,11 +92,10 @@ def force(sentence: str) -> str | None:
     return MODAL_FORCE[found.group(1).lower()] + (" NOT" if found.group(2) else "")
 
 
-def subject(sentence: str, same: object | None = None) -> frozenset[str]:
+def subject(sentence: str, same: OneWord | None = None) -> frozenset[str]:
     """The stems a sentence is about: its words but numbers, units, stop words, modal verbs and
-    the words of its limits. `same` (kbuild.retrieval.expansion.SameWords, or anything with
-    `one_word`) reads every name a glossary gives a term as one word."""
-    text = same.one_word(sentence) if same is not None and hasattr(same, "one_word") else sentence
+    the words of its limits. `same` reads every name a glossary gives a term as one word."""
+    text = _read(sentence, same)
     text = NUMBER.sub(" ", text)
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z-]*", text)]
     kept = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in LIMIT_WORDS
@@ -95,6 +105,16 @@ def subject(sentence: str, same: object | None = None) -> frozenset[str]:
 
 def _is_unit(word: str) -> bool:
     return _singular(word.lower()) in SCALES or word == "%"
+
+
+def _words_of(sentence: str, stems: frozenset[str], same: OneWord | None) -> str:
+    """The words of `sentence` whose stems are `stems`, each once, in its order: "refunds requested payment"."""
+    shown: dict[str, str] = {}
+    for word in re.findall(r"[A-Za-z][A-Za-z-]*", sentence):
+        stem = next(iter(tokens(_read(word, same))), "")
+        if stem in stems and stem not in shown:
+            shown[stem] = word if word.isupper() else word.lower()
+    return " ".join(shown.values()) or " ".join(sorted(stems))
 
 
 def same_subject(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -126,7 +146,7 @@ def _limits(sentence: str) -> dict[str, list[tuple[Decimal, str, str]]]:
     return found
 
 
-def candidate(first: str, second: str, same: object | None = None) -> Disagreement | None:
+def candidate(first: str, second: str, same: OneWord | None = None) -> Disagreement | None:
     """The disagreement of two statements, or None when they do not share their subject or give
     no attribute two values. Limits are compared kind by kind of unit ("30 days" and "1 month"
     are both time; "5 attempts" and "5 minutes" are never compared); a number without a unit is
@@ -134,7 +154,7 @@ def candidate(first: str, second: str, same: object | None = None) -> Disagreeme
     a, b = subject(first, same), subject(second, same)
     if not same_subject(a, b):
         return None
-    about = " ".join(sorted(a & b))
+    about = _words_of(first, a & b, same)
     limits_a, limits_b = _limits(first), _limits(second)
     for kind in limits_a.keys() & limits_b.keys():
         mine, theirs = limits_a[kind], limits_b[kind]
