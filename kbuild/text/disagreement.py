@@ -21,7 +21,7 @@ from typing import Protocol
 from .keywords import KEYWORD
 from .obligations import STRENGTH, normative_keyword
 from .prose import NUMBER, STOPWORDS
-from .quantities import CUES, Quantity, _singular, quantities
+from .quantities import CUES, Quantity, _singular, is_unit, quantities
 from .ranking import tokens
 
 # each unit of a kind as a multiple of the kind's smallest, so "24 hours" is "1 day"
@@ -45,6 +45,11 @@ MODAL_FORCE = {"must": "MUST", "shall": "MUST", "should": "SHOULD", "may": "MAY"
 # the words of a limit ("within", "at least") say what it allows, not what it is about
 LIMIT_WORDS = frozenset(w for _, cue in CUES for w in re.findall(r"[a-z]+", cue))
 SHARED = 0.6  # the share of the shorter subject's words the other must hold: the same subject
+SHARED_OF_LONGER = 0.4  # and of the longer's: "the pepper is stored apart from the password database" is not
+                        # "stored passwords are protected ... even if the database is compromised"
+# a negated condition ("if MFA is not enabled") is another subject than the plain one; the "not" of
+# a modal verb ("should not") or of a limit ("not exceed", "no more than") is not one
+CONDITION_NEGATION = re.compile(r"\b(?:not|without|unless)\b", re.I)
 SHARED_WORDS = 2  # and at least this many words: "It MUST" and "They SHOULD" share no subject
 
 
@@ -104,7 +109,7 @@ def subject(sentence: str, same: OneWord | None = None) -> frozenset[str]:
 
 
 def _is_unit(word: str) -> bool:
-    return _singular(word.lower()) in SCALES or word == "%"
+    return is_unit(word) or _singular(word.lower()) in SCALES or word == "%"
 
 
 def _words_of(sentence: str, stems: frozenset[str], same: OneWord | None) -> str:
@@ -119,7 +124,17 @@ def _words_of(sentence: str, stems: frozenset[str], same: OneWord | None) -> str
 
 def same_subject(a: frozenset[str], b: frozenset[str]) -> bool:
     shared = a & b
-    return len(shared) >= SHARED_WORDS and len(shared) >= SHARED * min(len(a), len(b))
+    return len(shared) >= SHARED_WORDS and len(shared) >= SHARED * min(len(a), len(b)) \
+        and len(shared) >= SHARED_OF_LONGER * max(len(a), len(b))
+
+
+LIMIT_NEGATION = re.compile(r"\b(?:not|no)\s+(?:to\s+)?(?=" + "|".join(w for w in LIMIT_WORDS if len(w) > 2) + r")", re.I)
+
+
+def negated(sentence: str) -> bool:
+    """Whether a sentence holds a negation of its own, not its modal verb's nor its limit's."""
+    text = KEYWORD.sub(" ", MODAL.sub(" ", sentence))
+    return CONDITION_NEGATION.search(LIMIT_NEGATION.sub(" ", text)) is not None
 
 
 def _measure(q: Quantity) -> tuple[str, Decimal]:
@@ -146,23 +161,32 @@ def _limits(sentence: str) -> dict[str, list[tuple[Decimal, str, str]]]:
     return found
 
 
+def _same_limits(mine: list[tuple[Decimal, str, str]], theirs: list[tuple[Decimal, str, str]]) -> bool:
+    """The same values in the same order, each compared the same way where both say how ("a
+    minimum configuration of 19 MiB" says none, and is "at least 19 MiB")."""
+    return len(mine) == len(theirs) and all(v == w and (c == d or not c or not d)
+                                            for (v, c, _), (w, d, _) in zip(mine, theirs))
+
+
 def candidate(first: str, second: str, same: OneWord | None = None) -> Disagreement | None:
     """The disagreement of two statements, or None when they do not share their subject or give
     no attribute two values. Limits are compared kind by kind of unit ("30 days" and "1 month"
     are both time; "5 attempts" and "5 minutes" are never compared); a number without a unit is
     compared only with one without a unit."""
     a, b = subject(first, same), subject(second, same)
-    if not same_subject(a, b):
+    if not same_subject(a, b) or negated(first) != negated(second):
         return None
     about = _words_of(first, a & b, same)
     limits_a, limits_b = _limits(first), _limits(second)
     for kind in limits_a.keys() & limits_b.keys():
         mine, theirs = limits_a[kind], limits_b[kind]
-        if [(v, c) for v, c, _ in mine] != [(v, c) for v, c, _ in theirs]:
-            if len(mine) == len(theirs) or kind != "number":
-                return Disagreement(Attribute.LIMIT, about, "; ".join(w for _, _, w in mine),
-                                    "; ".join(w for _, _, w in theirs))
+        if (len(mine) == len(theirs) or kind != "number") and not _same_limits(mine, theirs):
+            return Disagreement(Attribute.LIMIT, about, "; ".join(w for _, _, w in mine),
+                                "; ".join(w for _, _, w in theirs))
     strength_a, strength_b = force(first), force(second)
+    if limits_a.keys() & limits_b.keys() and strength_a and strength_b:
+        # they agree on their limits, so a "not" is the limit's: "should not exceed 254" is "should be at most 254"
+        strength_a, strength_b = strength_a.removesuffix(" NOT"), strength_b.removesuffix(" NOT")
     if strength_a and strength_b and strength_a != strength_b:
         return Disagreement(Attribute.FORCE, about, strength_a, strength_b)
     return None
