@@ -26,6 +26,7 @@ from kbuild.text.secrets import redact
 
 from .facts import chunk, chunks
 from .glossary import project_glossary
+from .settings import model_rule
 from .sources import project_outline
 
 
@@ -112,17 +113,19 @@ async def disagreement_candidates(ctx: Context, project: str) -> FactPairs:
     return FactPairs(pairs=list(pairs))
 
 
-@rule(version=1, uses=(_same_words, "kbuild.text.disagreement", "kbuild.retrieval.expansion", "kbuild.text.secrets"),
-      returns=Contradictions)
+@model_rule("disagreement", version=1, uses=(_same_words, "kbuild.text.disagreement", "kbuild.retrieval.expansion",
+                                             "kbuild.text.secrets"), returns=Contradictions)
 async def disagreement_verdict(ctx: Context, project: str, first: str, second: str) -> Contradictions:
     """The confirmed disagreements between two facts (`<source>/<slug>` each): read again only
-    when one of them changes. Offline, the code's verdict is the verdict."""
+    when one of them changes. A model judges each candidate code found, reasoning first;
+    offline, the code's verdict is the verdict."""
     a, b = await ctx.query_all([fact_claims(project, *first.split("/", 1)), fact_claims(project, *second.split("/", 1))])
     same = await _same_words(ctx, project)
     found = []
     for mine, theirs in ((x, y) for x in a.sentences for y in b.sentences):
         judged = candidate(mine, theirs, same)
-        if judged is not None:
+        if judged is not None and await ctx.settings.backend.judge_disagreement(
+                ctx, mine, theirs, judged.attribute.value, f"{judged.first} against {judged.second}"):
             found.append(Contradiction(
                 attribute=judged.attribute.value, subject=judged.subject,
                 first=Said(source=first.split("/")[0], fact=first, text=redact(mine), value=judged.first),

@@ -21,7 +21,8 @@ from kbuild.store.layout import Store
 # What the backend is asked, by setting name: each task's parameters (model, temperature...) and
 # prompt templates decide only the rules that ask it.
 TASKS = {"figure": "figure", "reading": "reading", "grounding": "grounding", "source_summary": "source summary",
-         "abstract": "abstract", "view": "view", "spec": "spec"}
+         "abstract": "abstract", "view": "view", "spec": "spec",
+         "disagreement": "disagreement"}
 
 
 @dataclass(frozen=True, eq=False)

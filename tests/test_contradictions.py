@@ -96,3 +96,37 @@ def test_a_restatement_is_no_disagreement_and_a_changed_force_is():
     found = candidate("Sessions MUST expire after 30 minutes of inactivity.",
                       "Sessions SHOULD expire after 30 minutes of inactivity.")
     assert found is not None and (found.attribute, found.first, found.second) == (Attribute.FORCE, "MUST", "SHOULD")
+
+
+def test_a_model_judges_each_candidate_reasoning_first_and_its_agree_is_kept(tmp_path):
+    from documents import scripted_kbuildfile
+    from model_replies import faithful_reply
+    from openai_server import ScriptedServer
+
+    def judge(request: dict):
+        name = (request.get("response_format") or {}).get("json_schema", {}).get("name")
+        if name == "DisagreementVerdict":
+            return json.dumps({"reasoning": "The two name different refunds.", "verdict": "agree"})
+        return faithful_reply(request)
+
+    with ScriptedServer(judge) as server:
+        assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+        (tmp_path / "Kbuildfile.py").write_text(scripted_kbuildfile(server.url))
+        for name, text in {"policy.md": POLICY, "faq.md": FAQ}.items():
+            (tmp_path / name).write_text(text)
+            assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+        result = kbuild(tmp_path)
+        assert result.exit_code == 0, result.output
+        asked = [r for r in server.requests
+                 if (r.get("response_format") or {}).get("json_schema", {}).get("name") == "DisagreementVerdict"]
+        # one question (a server that refuses bounded formats is asked it again, strict)
+        assert len({json.dumps(r["messages"]) for r in asked}) == 1, result.output
+        schema = asked[-1]["response_format"]["json_schema"]["schema"]
+        assert list(schema["properties"]) == ["reasoning", "verdict"]  # it reasons before it decides
+        text = json.dumps(asked[0]["messages"])
+        assert "within 90 days" in text and "within 30 days" in text
+        result = kbuild(tmp_path, "check")
+        assert result.exit_code == 0, result.output  # the judge's "agree" stands: no finding
+        before = len(server.requests)
+        assert kbuild(tmp_path).exit_code == 0
+        assert len(server.requests) == before  # nothing changed: no verdict is asked again
