@@ -9,7 +9,10 @@
    rewordings), each sentence its own fact, built offline: the disagreements `kbuild check`
    reports against those expected (an original and its disagreeing edit; a rewording and that
    edit), every pair of the store compared, not only the labelled ones.
-3. One sentence of one source edited back to agree, built again: which contradiction queries ran.
+3. One sentence of one source edited (to disagree otherwise, then back to agree), built again:
+   which contradiction queries ran.
+4. Where ../shared/corpus-wild/owasp is there: its documents as they stand, every pair of
+   statements of two documents compared: what code flags (no label: to read).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from kbuild.cli import main as kbuild_main
 from kbuild.text.disagreement import candidate
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "disagreement-pairs.json"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus-wild" / "owasp"  # optional: real documents unedited
 PROJECT = "pairs"
 RULES = ("fact_claims", "disagreement_candidates", "disagreement_verdict", "project_disagreements")
 
@@ -105,17 +109,45 @@ def main() -> None:
                 print(f"  reported, not expected: {pair}")
             for pair in sorted(expected - found):
                 print(f"  expected, not reported: {pair}")
-        name, text = next(iter(sources["disagreeing"].items()))
         edited = root / "disagreeing.md"
-        edited.write_text(edited.read_text().replace(text, sources["original"][name]))
-        report = json.loads(run(root, "build", "--json").split("\nkbuild:")[0])
-        ran = Counter(q.split("(")[0] for q in report["executed"])
-        facts = len(where)
-        print(f"one sentence of one source edited back to agree ({name}): the build ran "
-              f"{len(report['executed'])} queries; of the contradiction rules: "
-              + ", ".join(f"{rule} {ran[rule]}" for rule in RULES)
-              + f" (of {facts} facts' claims and {len(expected)} verdicts)")
-        print(f"  and `kbuild check` then reports {len(reported(root, where))} disagreements")
+        name, text = "forms", sources["disagreeing"]["forms"]
+        for what, new in (("edited to disagree otherwise (30 minutes -> 40 minutes)", text.replace("30", "40")),
+                          ("edited back to agree", sources["original"][name])):
+            edited.write_text(edited.read_text().replace(text, new))
+            text = new
+            report = json.loads(run(root, "build", "--json").split("\nkbuild:")[0])
+            ran = Counter(q.split("(")[0] for q in report["executed"])
+            print(f"one sentence of one source {what} ({name}): the build ran {len(report['executed'])} queries; "
+                  "of the contradiction rules: " + ", ".join(f"{rule} {ran[rule]}" for rule in RULES)
+                  + f" (of {len(where)} facts' claims and {len(expected)} verdicts); `kbuild check` then reports "
+                  f"{len(reported(root, where))} disagreements")
+            if "-v" in sys.argv:
+                print("  ran: " + ", ".join(q for q in report["executed"] if q.split("(")[0] in RULES))
+    if CORPUS.is_dir():
+        unedited(CORPUS)
+
+
+def unedited(folder: Path) -> None:
+    """Real documents as they stand, every pair of two documents compared: what the code flags."""
+    from collections import defaultdict
+
+    from kbuild.text.disagreement import claim, compare, force
+    from kbuild.text.prose import prose_sentences
+    from kbuild.text.quantities import quantities
+
+    read = [(f.stem, claim(s)) for f in sorted(folder.glob("*.md")) for s in prose_sentences(f.read_text())
+            if quantities(s) or force(s)]
+    by_word: dict[str, list[int]] = defaultdict(list)
+    for n, (_, said) in enumerate(read):
+        for word in said.subject:
+            by_word[word].append(n)
+    flagged = [(said, read[m][1], found) for n, (doc, said) in enumerate(read)
+               for m in sorted({m for w in said.subject for m in by_word[w] if m > n}) if read[m][0] != doc
+               and (found := compare(said, read[m][1])) is not None]
+    print(f"{len(list(folder.glob('*.md')))} unedited documents of {folder.name} ({len(read)} statements with a "
+          f"limit or an obligation): code flags {len(flagged)} pairs for the judge")
+    for first, second, found in flagged:
+        print(f"  {found.describe()}: \"{first.sentence[:90]}\" / \"{second.sentence[:90]}\"")
 
 
 if __name__ == "__main__":

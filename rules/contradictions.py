@@ -19,7 +19,7 @@ from kbuild.checks.store import DISAGREEMENTS
 from kbuild.engine import Context, QueryFailed, rule
 from kbuild.retrieval.expansion import SameWords
 from kbuild.store.layout import Store, link
-from kbuild.text.disagreement import candidate, force, subject
+from kbuild.text.disagreement import candidate, claim, compare, force
 from kbuild.text.prose import prose_sentences
 from kbuild.text.quantities import quantities
 from kbuild.text.secrets import redact
@@ -66,6 +66,10 @@ class Contradiction(Value):
 class Contradictions(Value):
     pairs: list[Contradiction]
 
+    def citing(self, facts: set[str]) -> Contradictions:
+        """The pairs with a side among `facts` (`<source>/<slug>`): a concept page's, from the facts it cites."""
+        return Contradictions(pairs=[p for p in self.pairs if {p.first.fact, p.second.fact} & facts])
+
 
 class FactPairs(Value):
     """The pairs of facts, of two sources, with a candidate disagreement between them."""
@@ -96,19 +100,19 @@ async def disagreement_candidates(ctx: Context, project: str) -> FactPairs:
     places = [(s, p.slug) for s, c in zip(outline.sources, listed) if not isinstance(c, QueryFailed) for p in c.chunks]
     claims = await ctx.query_all([fact_claims(project, s, slug) for s, slug in places], return_failures=True)
     same = await _same_words(ctx, project)
-    sentences = [(c.ref, s, subject(s, same)) for c in claims if not isinstance(c, QueryFailed) for s in c.sentences]
+    read = [(c.ref, claim(s, same)) for c in claims if not isinstance(c, QueryFailed) for s in c.sentences]
     by_word: dict[str, list[int]] = defaultdict(list)
-    for n, (_, _, words) in enumerate(sentences):
-        for word in words:
+    for n, (_, said) in enumerate(read):
+        for word in said.subject:
             by_word[word].append(n)
     pairs: dict[tuple[str, str], None] = {}
-    for n, (ref, sentence, words) in enumerate(sentences):
-        near = {m for word in words for m in by_word[word] if m > n}
+    for n, (ref, said) in enumerate(read):
+        near = {m for word in said.subject for m in by_word[word] if m > n}
         for m in sorted(near):
-            other_ref, other, _ = sentences[m]
+            other_ref, other = read[m]
             if ref.split("/")[0] == other_ref.split("/")[0] or (ref, other_ref) in pairs:
                 continue
-            if candidate(sentence, other, same) is not None:
+            if compare(said, other) is not None:
                 pairs[(ref, other_ref)] = None
     return FactPairs(pairs=list(pairs))
 

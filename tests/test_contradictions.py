@@ -130,3 +130,24 @@ def test_a_model_judges_each_candidate_reasoning_first_and_its_agree_is_kept(tmp
         before = len(server.requests)
         assert kbuild(tmp_path).exit_code == 0
         assert len(server.requests) == before  # nothing changed: no verdict is asked again
+
+
+def test_the_glossary_makes_an_acronym_and_its_expansion_one_subject():
+    from kbuild.retrieval.expansion import GlossaryTerm, SameWords
+
+    mfa = GlossaryTerm(term="MFA", means="multi-factor authentication", kind="acronym",
+                       sentence="Multi-factor authentication (MFA) ...", cites=["a/b"])
+    first, second = ("MFA devices MUST be revoked within 24 hours.",
+                     "A lost multi-factor authentication device MUST be revoked within 48 hours.")
+    assert candidate(first, second) is None  # "mfa" and "multi factor authentication" share too few words
+    found = candidate(first, second, SameWords([mfa]))
+    assert found is not None and (found.first, found.second) == ("at most 24 hours", "at most 48 hours")
+
+
+def test_the_labelled_pairs_meet_the_aims_of_the_contradiction_check():
+    from benchmarks.synthesis import DATA, labelled
+
+    pairs = json.loads(DATA.read_text())["pairs"]
+    assert sum(p["disagree"] for p in pairs) >= 30 and sum(not p["disagree"] for p in pairs) >= 30
+    precision, recall, _ = labelled(pairs)
+    assert precision >= 0.9 and recall >= 0.8

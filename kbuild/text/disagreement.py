@@ -150,10 +150,16 @@ def _measure(q: Quantity) -> tuple[str, Decimal]:
     return (f"{q.unit.lower()}".strip() or "number"), q.value
 
 
-def _limits(sentence: str) -> dict[str, list[tuple[Decimal, str, str]]]:
-    """Each kind of unit a sentence states, with its (value, comparison, as written) in order."""
-    found: dict[str, list[tuple[Decimal, str, str]]] = {}
+Limits = dict[str, list[tuple[Decimal, str, str]]]  # a kind of unit: each (value, comparison, as written)
+
+
+def _limits(sentence: str) -> Limits:
+    """Each kind of unit a sentence states, with its (value, comparison, as written) in order. A
+    bare number that no word compares ("SP 800-57", "see 12") is no limit to disagree on."""
+    found: Limits = {}
     for q in quantities(sentence):
+        if not q.unit and q.comparison is None:
+            continue
         kind, value = _measure(q)
         comparison = q.comparison.value if q.comparison else ""
         written = f"{comparison} {q.amount()}".strip()
@@ -168,25 +174,44 @@ def _same_limits(mine: list[tuple[Decimal, str, str]], theirs: list[tuple[Decima
                                             for (v, c, _), (w, d, _) in zip(mine, theirs))
 
 
-def candidate(first: str, second: str, same: OneWord | None = None) -> Disagreement | None:
+@dataclass(frozen=True)
+class Claim:
+    """A statement as the comparison reads it, read once however many others it is compared with."""
+    sentence: str
+    subject: frozenset[str]
+    negated: bool
+    limits: Limits
+    force: str | None
+    same: OneWord | None = None
+
+
+def claim(sentence: str, same: OneWord | None = None) -> Claim:
+    return Claim(sentence, subject(sentence, same), negated(sentence), _limits(sentence), force(sentence), same)
+
+
+def compare(first: Claim, second: Claim) -> Disagreement | None:
     """The disagreement of two statements, or None when they do not share their subject or give
     no attribute two values. Limits are compared kind by kind of unit ("30 days" and "1 month"
     are both time; "5 attempts" and "5 minutes" are never compared); a number without a unit is
     compared only with one without a unit."""
-    a, b = subject(first, same), subject(second, same)
-    if not same_subject(a, b) or negated(first) != negated(second):
+    if not same_subject(first.subject, second.subject) or first.negated != second.negated:
         return None
-    about = _words_of(first, a & b, same)
-    limits_a, limits_b = _limits(first), _limits(second)
-    for kind in limits_a.keys() & limits_b.keys():
-        mine, theirs = limits_a[kind], limits_b[kind]
+    about = _words_of(first.sentence, first.subject & second.subject, first.same)
+    shared = first.limits.keys() & second.limits.keys()
+    for kind in sorted(shared):
+        mine, theirs = first.limits[kind], second.limits[kind]
         if (len(mine) == len(theirs) or kind != "number") and not _same_limits(mine, theirs):
             return Disagreement(Attribute.LIMIT, about, "; ".join(w for _, _, w in mine),
                                 "; ".join(w for _, _, w in theirs))
-    strength_a, strength_b = force(first), force(second)
-    if limits_a.keys() & limits_b.keys() and strength_a and strength_b:
+    strength_a, strength_b = first.force, second.force
+    if shared and strength_a and strength_b:
         # they agree on their limits, so a "not" is the limit's: "should not exceed 254" is "should be at most 254"
         strength_a, strength_b = strength_a.removesuffix(" NOT"), strength_b.removesuffix(" NOT")
     if strength_a and strength_b and strength_a != strength_b:
         return Disagreement(Attribute.FORCE, about, strength_a, strength_b)
     return None
+
+
+def candidate(first: str, second: str, same: OneWord | None = None) -> Disagreement | None:
+    """The disagreement of two statements (`compare`), each read here."""
+    return compare(claim(first, same), claim(second, same))
