@@ -183,15 +183,19 @@ def contradiction_findings(memos: Iterable[Memo], root: Path, store: Store) -> l
                    f"({pair['attribute']}: {first['value']} against {second['value']}): " \
                    f"\"{first['text']}\" ({first['page']}) against \"{second['text']}\" ({second['page']})"
             cause = f"{first['fact']} <> {second['fact']}"
+            try:
+                line = _line_of((root / first["page"]).read_bytes(), first["text"][:60], plain=True)
+            except OSError:
+                line = None
             why = next((a.reason for a in accepted[project] if a.names(first["fact"], second["fact"])), None)
             if why is None:
                 found.append(Finding(first["page"], said, "make the sources agree, or accept it in "
                                      f"{store.sources_file(project)}: accepted_disagreements: "
                                      f"[{{facts: [{first['fact']}, {second['fact']}], reason: \"...\"}}]",
-                                     "contradiction", cause))
+                                     "contradiction", cause, line))
             else:
                 found.append(Finding(first["page"], f"accepted ({why}): {said}", "none: accepted in "
-                                     f"{store.sources_file(project)}", "accepted-contradiction", cause))
+                                     f"{store.sources_file(project)}", "accepted-contradiction", cause, line))
     return found
 
 
