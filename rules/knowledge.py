@@ -19,11 +19,12 @@ from kbuild.store.fetch import fetch_urls
 from kbuild.store.layout import Store
 from kbuild.store.sources import SourcesError, parse
 
-from . import concepts, facts, glossary, indexes, search_index, search_vectors, sources, specs, summaries, views
+from . import concepts, contradictions, facts, glossary, indexes, search_index, search_vectors, sources, specs, summaries, views
 from .settings import KnowledgeSettings
 
 URL_ENTRY = re.compile(r"^[\s-]*url\s*:", re.M)  # a source given by its address, in sources.yml
-MODULES = (sources, facts, summaries, glossary, concepts, views, specs, search_index, search_vectors, indexes)  # every rule of the pipeline is in one of these
+MODULES = (sources, facts, summaries, glossary, contradictions, concepts, views, specs, search_index, search_vectors,
+           indexes)  # every rule of the pipeline is in one of these
 
 
 def pipeline_rules() -> list[Rule]:
@@ -40,6 +41,7 @@ class KnowledgeBase:
         self.settings = settings
         self.rules: list[Rule] = [r.configured(settings) for r in pipeline_rules()]
         self._root_index = next(r for r in self.rules if r.name == indexes.root_index.name)
+        self._disagreements = next(r for r in self.rules if r.name == contradictions.project_disagreements.name)
 
     def unbuilt(self, built: Collection[str]) -> list[tuple[str, str, str]]:
         """(page, why, what to do) for each problem of a sources.yml and each page it asks for
@@ -84,7 +86,8 @@ class KnowledgeBase:
         return sorted(p.parent.name for p in folder.glob("*/sources.yml"))
 
     def targets(self) -> list[Query]:
-        return [self._root_index(*self.projects())]
+        projects = self.projects()  # each project's disagreements, which `kbuild check` reports
+        return [self._root_index(*projects), *(self._disagreements(p) for p in projects)]
 
     def target_globs(self) -> list[str]:
         return [f"{self.store.root}/*/sources.yml"]  # what projects() lists

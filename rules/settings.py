@@ -46,6 +46,7 @@ class KnowledgeSettings:
     abstract = Task("abstract")
     view = Task("view")
     spec = Task("spec")
+    disagreement = Task("disagreement")
 
     @property
     def label(self) -> str:

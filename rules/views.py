@@ -23,6 +23,7 @@ from kbuild.text import injection
 from kbuild.text import prose
 from kbuild.text import secrets
 
+from .contradictions import disagreement_lines, project_disagreements
 from .cutoffs import same_section
 from .glossary import project_glossary
 from .facts import SECRET_KINDS, VIEW_PURPOSE, chunk, fact, reading
@@ -192,7 +193,7 @@ async def view_block(ctx: KnowledgeContext, project: str, view: str, origin: str
             for ref in st.cites)) for st in section.statements]) for section in sections])
 
 
-@rule(version=5, uses=(view_parts,), settings=("store", "label"), returns=ViewPage)
+@rule(version=6, uses=(view_parts, disagreement_lines), settings=("store", "label"), returns=ViewPage)
 async def view_page(ctx: KnowledgeContext, project: str, view: str) -> ViewPage:
     """A view's page, joined from blocks of BLOCK_GROUPS sections; its value is what the views'
     index shows of it (a spec written from the view reads its sections itself), so a change
@@ -224,6 +225,11 @@ async def view_page(ctx: KnowledgeContext, project: str, view: str) -> ViewPage:
             body.append(line)
             summary = summary or text
         body.append("")
+    if view == "agreements":  # the pairs code found and the judge confirmed: both sides quoted, neither dropped
+        disagreeing = disagreement_lines(await ctx.query(project_disagreements(project)), path, store, project)
+        if disagreeing:
+            body += ["## Where the sources disagree\n", *disagreeing, ""]
+            summary = summary or disagreeing[0].removeprefix("- ")
     if not summary:
         about = request.about if request else purpose
         body.append(f"**A gap.** Nothing in the sources of this project speaks to: {about}. "

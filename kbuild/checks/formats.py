@@ -47,7 +47,11 @@ KINDS: dict[str, tuple[str, int, str]] = {
     "bad-note": ("Note that does not parse", 8, "major"),
     "import-conflict": ("Note kept from an import, to decide", 8, "major"),
     "needs-review": ("Note whose evidence changed", 16, "minor"),
+    "contradiction": ("Sources disagree", 10, "major"),
+    "accepted-contradiction": ("Accepted disagreement of sources", 17, "info"),
 }
+# What a check reports and passes with: a team's decision, shown so that it stays in sight.
+ACCEPTED = {"accepted-contradiction"}
 _UNKNOWN = ("kbuild check", 99, "major")
 # What a root cause takes in: the findings that are its consequence, not problems of their own.
 _FOLLOWS = {"stale", "ungrounded", "dangling-link"}
@@ -81,6 +85,11 @@ class Problem:
         lines += [f"{_at(from_top(prefix, f.page), f.line)}: {f.reason}" for f in self.also]
         lines.append(f"Fix: {self.fix}" if not prefix else f"Fix (in {prefix}/): {self.fix}")
         return "\n".join(lines)
+
+
+def failing(findings: list[Finding]) -> list[Finding]:
+    """The findings that fail the check: all but the accepted."""
+    return [f for f in findings if f.kind not in ACCEPTED]
 
 
 def problems(findings: list[Finding]) -> list[Problem]:
@@ -148,8 +157,11 @@ def from_top(prefix: str, page: str) -> str:
 # --- text -------------------------------------------------------------------------------------
 
 def text(findings: list[Finding]) -> str:
-    lines = [f"{f.page}{'' if f.line is None else f':{f.line}'}: {f.reason}  (fix: {f.fix})" for f in findings]
-    lines.append(f"{len(findings)} problems" if findings else "ok: every page is up to date, linked and grounded")
+    lines = [f"{f.page}{'' if f.line is None else f':{f.line}'}: {f.reason}  (fix: {f.fix})" for f in failing(findings)]
+    lines += [f"{f.page}: {f.reason}" for f in findings if f.kind in ACCEPTED]
+    bad, accepted = len(failing(findings)), len(findings) - len(failing(findings))
+    lines.append(f"{bad} problems" if bad else "ok: every page is up to date, linked and grounded"
+                 + (f" ({_count(accepted, 'accepted disagreement')})" if accepted else ""))
     return "\n".join(lines)
 
 
@@ -158,7 +170,7 @@ def text(findings: list[Finding]) -> str:
 def as_json(findings: list[Finding], found: list[Problem], prefix: str, ran: bool = True) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
-        "ok": ran and not found,
+        "ok": ran and all(p.kind in ACCEPTED for p in found),
         "ran": ran,
         "root": prefix,
         "problems": [{"kind": p.kind, "title": p.title, "cause": p.cause, "page": p.page, "line": p.line,
@@ -189,15 +201,18 @@ def github(found: list[Problem], prefix: str) -> str:
             if p.line is not None:
                 props.append(f"line={p.line}")
         props.append(f"title={escape_property(p.title)}")
-        lines.append(f"::error {','.join(props)}::{escape_data(p.message(prefix))}")
+        command = "notice" if p.kind in ACCEPTED else "error"
+        lines.append(f"::{command} {','.join(props)}::{escape_data(p.message(prefix))}")
     return "\n".join(lines)
 
 
 def step_summary(findings: list[Finding], found: list[Problem], prefix: str, ran: bool = True) -> str:
     """The Markdown of $GITHUB_STEP_SUMMARY: each root cause, then the full table of findings."""
     out = ["## kbuild check", ""]
-    if not found:
-        out += ["Every page is up to date, linked and grounded.", ""]
+    if all(p.kind in ACCEPTED for p in found):
+        out += ["Every page is up to date, linked and grounded."
+                + (f" {_count(len(found), 'accepted disagreement')}: {'; '.join(p.reason for p in found)}" if found else ""),
+                ""]
         return "\n".join(out)
     if not ran:
         out += ["The check could not run.", ""]
@@ -235,11 +250,11 @@ def sarif(found: list[Problem], prefix: str, version: str) -> dict[str, Any]:
     index = {kind: n for n, kind in enumerate(kinds)}
     rules = [{"id": kind, "name": "".join(w.capitalize() for w in kind.split("-")),
               "shortDescription": {"text": KINDS.get(kind, _UNKNOWN)[0]},
-              "defaultConfiguration": {"level": "error"}} for kind in kinds]
+              "defaultConfiguration": {"level": _level(kind)}} for kind in kinds]
     results = []
     for p in found:
         result: dict[str, Any] = {
-            "ruleId": p.kind, "ruleIndex": index[p.kind], "level": "error",
+            "ruleId": p.kind, "ruleIndex": index[p.kind], "level": _level(p.kind),
             "message": {"text": p.message(prefix)},
             "partialFingerprints": {"kbuildCause/v1": _fingerprint(p, prefix)},
         }
@@ -255,6 +270,10 @@ def sarif(found: list[Problem], prefix: str, version: str) -> dict[str, Any]:
         "runs": [{"tool": {"driver": {"name": "kbuild", "version": version, "rules": rules}},
                   "results": results}],
     }
+
+
+def _level(kind: str) -> str:
+    return "note" if kind in ACCEPTED else "error"
 
 
 # --- GitLab Code Quality ----------------------------------------------------------------------

@@ -7,7 +7,7 @@ links by reading the pages, grounding by the verdicts the build recorded with ea
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ from ..engine.state import FileRead, Memo, flat
 from ..engine.verify import Reason
 from ..engine.files import TEMP_SUFFIX
 from ..engine.hashing import FAILED, hash_bytes
+from ..store.layout import Store
+from ..store.sources import AcceptedDisagreement, SourcesError, parse
 from .links import missing_links
 from .pages import links_of, recorded
 from .pages import verdict as page_verdict
@@ -150,12 +152,51 @@ def check_store(engine: Engine, kb: Any | None, named: set[str] | None = None,
                                         "ungrounded", path))
 
     if kb is not None:
+        findings += contradiction_findings(memos.values(), root, kb.store)
         findings += [Finding(page, why, fix, "not-built" if why.startswith("not built") else "sources-file", page)
                      for page, why, fix in kb.unbuilt(memos.keys())]
         findings += _orphans(root, kb.store.root, set(outputs))
         if pages_read is not None:
             pages_read.update(pages)
     return _unique(findings)
+
+
+DISAGREEMENTS = "disagreements"  # the note a project's confirmed disagreements are recorded under (rules/contradictions.py)
+
+
+def contradiction_findings(memos: Iterable[Memo], root: Path, store: Store) -> list[Finding]:
+    """Each disagreement of two sources the build confirmed, as the lock records it: failing
+    (`contradiction`), or `accepted-contradiction` when its project's sources.yml accepts it
+    (`accepted_disagreements`). Shown on the first statement's fact page, naming both."""
+    found: list[Finding] = []
+    accepted: dict[str, list[AcceptedDisagreement]] = {}
+    for memo in memos:
+        for pair in memo.notes.get(DISAGREEMENTS) or []:
+            project, first, second = pair["project"], pair["first"], pair["second"]
+            if project not in accepted:
+                listed = store.sources_file(project)
+                try:
+                    accepted[project] = parse((root / listed).read_bytes(), listed).accepted
+                except (SourcesError, OSError):
+                    accepted[project] = []  # reported as a sources-file finding
+            said = f"sources {first['source']} and {second['source']} disagree on {pair['subject']} " \
+                   f"({pair['attribute']}: {first['value']} against {second['value']}): " \
+                   f"\"{first['text']}\" ({first['page']}) against \"{second['text']}\" ({second['page']})"
+            cause = f"{first['fact']} <> {second['fact']}"
+            try:
+                line = _line_of((root / first["page"]).read_bytes(), first["text"][:60], plain=True)
+            except OSError:
+                line = None
+            why = next((a.reason for a in accepted[project] if a.names(first["fact"], second["fact"])), None)
+            if why is None:
+                found.append(Finding(first["page"], said, "make the sources agree, or accept it in "
+                                     f"{store.sources_file(project)}: accepted_disagreements: "
+                                     f"[{{facts: [{first['fact']}, {second['fact']}], reason: \"...\"}}]",
+                                     "contradiction", cause, line))
+            else:
+                found.append(Finding(first["page"], f"accepted ({why}): {said}", "none: accepted in "
+                                     f"{store.sources_file(project)}", "accepted-contradiction", cause, line))
+    return found
 
 
 PARALLEL_BYTES = 4 << 20  # below this much text to scan, a second process costs more than it saves

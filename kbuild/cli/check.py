@@ -85,7 +85,7 @@ def check(session: Session, fmt: str, as_json: bool, strict: bool, record: bool 
         click.echo(formats.text(findings))
     else:
         _emit(fmt, findings, formats.problems(findings), engine.root, ran=True)
-    if findings:
+    if formats.failing(findings):
         raise click.exceptions.Exit(FAILED)
     if record:
         _record(spec, engine, named, strict)

@@ -30,6 +30,12 @@ class Backend(Protocol):
         logprobs; None when this backend cannot judge (the meaning check then ends at its edit stage)."""
         return None
 
+    async def judge_disagreement(self, ctx: Any, first: str, second: str, attribute: str, values: str) -> bool:
+        """Whether two statements that code found to differ (`attribute`: a limit or the force of
+        an obligation; `values`: the two) truly disagree; a backend that cannot judge lets code's
+        finding stand."""
+        return True
+
     # -- what every backend answers -------------------------------------------------------------
 
     def params(self, task: str) -> dict[str, object]: ...

@@ -189,6 +189,9 @@ class OfflineBackend(Backend):
     async def ground(self, ctx: object, doubts: object) -> list[int]:
         return []  # no judge here: what code refuses is the whole check (its rewrites are the sources' words)
 
+    async def judge_disagreement(self, ctx: object, first: str, second: str, attribute: str, values: str) -> bool:
+        return True  # no judge here: the code that found the disagreement is the verdict
+
     async def write_spec(self, ctx: object, name: str, statements: list[dict[str, object]]) -> list[dict[str, object]]:
         return select_requirements(statements)
 

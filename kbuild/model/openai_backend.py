@@ -23,7 +23,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import openai
 from openai.lib._pydantic import to_strict_json_schema
@@ -44,11 +44,13 @@ BATCH_PRICE = 0.5  # OpenAI's batch service charges half the online price
 
 
 TEMPLATES = {"reading": "read.md", "source summary": "source-summary.md", "abstract": "abstract.md",
-             "figure": "figure.md", "view": "view.md", "spec": "spec.md", "grounding": "ground.md"}
+             "figure": "figure.md", "view": "view.md", "spec": "spec.md", "grounding": "ground.md",
+             "disagreement": "disagree.md"}
 EXAMPLES = {"reading": "read.example.json"}  # a worked example, sent as an earlier turn
 SUMMARY_CHARS = 600  # a summary is one or two sentences
 QUOTE_CHARS = 300  # a sentence picked for a view, quoted
 STATEMENT_CHARS = 400
+REASONING_CHARS = 400  # the judge's reasoning before its verdict on a disagreement: a sentence or two
 
 
 class SourceSummary(BaseModel):
@@ -84,6 +86,14 @@ class Spec(BaseModel):
 
 class Grounding(BaseModel):
     unsupported: list[int]
+
+
+class DisagreementVerdict(BaseModel):
+    """The judge's reply on one candidate disagreement: its reasoning first, then the verdict
+    (a small model judges far better when it reasons before it decides)."""
+
+    reasoning: Annotated[str, Field(max_length=REASONING_CHARS)]
+    verdict: Literal["disagree", "agree"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -266,6 +276,13 @@ class OpenAIBackend(Backend):
                                max_tokens=16 + 6 * len(doubts), sources=untrusted(listed),
                                statements=untrusted(numbered))
         return sorted({n - 1 for n in reply.unsupported})
+
+    async def judge_disagreement(self, ctx: Any, first: str, second: str, attribute: str, values: str) -> bool:
+        """Whether two statements that code found to give one attribute two values truly disagree:
+        the model reasons first, then answers."""
+        reply = await self.ask(ctx, "disagreement", DisagreementVerdict, max_tokens=REASONING_CHARS // 2 + 32,
+                               attribute=attribute, values=values, first=untrusted(first), second=untrusted(second))
+        return reply.verdict == "disagree"
 
     # -- one structured call, cached -------------------------------------------------------
 

@@ -160,6 +160,38 @@ class SpecRequest(BaseModel):
         return check_id("spec", value)
 
 
+class AcceptedDisagreement(BaseModel):
+    """A disagreement of two sources a team knows of and accepts (`kbuild check` reports it as
+    accepted, not failing): the two facts, `<source>/<slug>` each as `kbuild check` names them,
+    and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    facts: tuple[str, str]
+    reason: str
+
+    @field_validator("facts")
+    @classmethod
+    def _facts(cls, value: tuple[str, str]) -> tuple[str, str]:
+        for ref in value:
+            source, slash, slug = ref.partition("/")
+            if not slash:
+                raise ValueError(f"fact {ref!r} must be written <source>/<fact>, as `kbuild check` names it")
+            check_id("source", source)
+            check_id("fact", slug)
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("say why the disagreement is accepted")
+        return value.strip()
+
+    def names(self, first: str, second: str) -> bool:
+        return {first, second} == set(self.facts)
+
+
 class Project(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -168,6 +200,7 @@ class Project(BaseModel):
     sources: list[Any] = []
     views: list[Any] = []
     specs: list[Any] = []
+    accepted_disagreements: list[Any] = []
 
 
 class Listing(BaseModel):
@@ -178,6 +211,7 @@ class Listing(BaseModel):
     sources: list[Source]
     views: list[ViewRequest] = []
     specs: list[SpecRequest] = []
+    accepted: list[AcceptedDisagreement] = []
     problems: list[str]
     # An entry that names a valid id but is otherwise wrong (`pth:` for `path:`): that source
     # fails with this line and keeps its pages; only an entry that is gone removes them.
@@ -276,8 +310,14 @@ def parse(data: bytes, where: str) -> Listing:
                             f"add it with `kbuild view add`")
         else:
             specs.append(spec)
+    accepted: list[AcceptedDisagreement] = []
+    for n, entry in enumerate(project.accepted_disagreements, start=1):
+        try:
+            accepted.append(AcceptedDisagreement.model_validate(dict(entry) if isinstance(entry, dict) else entry))
+        except ValidationError as exc:
+            problems.append(f"{where}: accepted_disagreements #{n}: {one_line(exc)}")
     return Listing(kind=project.kind, title=project.title, sources=sources, views=views, specs=specs,
-                   problems=problems, broken=broken)
+                   accepted=accepted, problems=problems, broken=broken)
 
 
 def _valid_id(value: str) -> bool:
