@@ -637,8 +637,8 @@ def test_an_edit_of_one_part_checks_what_reads_that_part_not_what_reads_the_othe
     (folder / "s.txt").write_text("".join(f"{n}: word {n}\n" for n in names))
     Engine(folder, rules).build([all_exclaimed("s.txt", names)])
     checked: list[str] = []
-    real = demand.first_changed_read
-    monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
+    real = demand.walk_reads
+    monkeypatch.setattr(demand, "walk_reads", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
     real_settle = scan.Scan.settle
     monkeypatch.setattr(scan.Scan, "settle", lambda self, roots: (real_settle(self, roots), checked.extend(self.db.green))[0])
     RUNS.clear()
@@ -702,8 +702,8 @@ def test_a_change_let_through_a_gate_stops_at_the_next_gate(folder, monkeypatch)
     (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("n2: w0 w1 w2 w3", "n2: w0 w1 w2 three"))
     Engine(folder, rules).build([target])  # walks behind the gates, and keeps what it found
     checked: list[str] = []
-    real = demand.first_changed_read
-    monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
+    real = demand.walk_reads
+    monkeypatch.setattr(demand, "walk_reads", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
     RUNS.clear()
     (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("n2: w0 w1 w2 three", "n2: w0 w1 w2 four"))
     engine = Engine(folder, rules)
