@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .rule import Rule
 from .sourcetexts import SourceTexts
@@ -117,8 +117,8 @@ def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build
 UNSETTLED = "unsettled"  # a query read's hash is not known yet: the walk stops at it, to go on once it is
 
 
-@dataclass(frozen=True, slots=True)
-class ValuesNow:
+# NamedTuples, not dataclasses: a dataclass costs half a millisecond to make, at an import a no-op pays
+class ValuesNow(NamedTuple):
     """What a recorded read's hash is now: the one thing the walk's callers differ in. A build
     brings each query read up to date first (demand); the settle pass and a dry run settle it
     without running anything (scan); `status` and `check` take the hash its memo records
@@ -135,8 +135,7 @@ class ValuesNow:
 Place = tuple[int, int]  # (group, read) in a memo's reads
 
 
-@dataclass(frozen=True, slots=True)
-class Walked:
+class Walked(NamedTuple):
     """The walk's verdict on a query's recorded reads: the first that no longer holds (None: each
     read walked holds), and the query read it stopped at because its hash is not known yet."""
 
@@ -155,7 +154,7 @@ def walk_reads(groups: Sequence[Sequence[tuple[str, str]]], now: ValuesNow, star
     no longer holds. `to_the_end` goes on past it and stops only at a query read not settled yet,
     so that the settle pass settles every read of a query that must run (a stat here, a task each
     later); `changed` is what the walk found before `start`."""
-    file_hash, query_hash, parts_of, voice = now.file_hash, now.query_hash, now.parts_of, now.voice
+    file_hash, query_hash, parts_of, voice = now
     first_group, first_read = start
     for g in range(first_group, len(groups)):
         group = groups[g]
