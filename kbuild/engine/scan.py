@@ -34,7 +34,7 @@ class Scan:
                 return Reason.of(Change.DEPENDENCY_OUT_OF_DATE, dep)
             if dep in walking:  # on the stack: a recorded cycle
                 return Reason.of(Change.CYCLE, dep)
-            return UNSETTLED  # settled first, on the stack
+            return UNSETTLED  # walked first: the reader waits on the stack below it
 
         def parts_of(dep: str) -> dict[str, str] | None:
             memo = memos.get(dep)
