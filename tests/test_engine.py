@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbuild.engine import BuildLocked, CallDeferred, Engine, FileRead, Rule, rule
+from kbuild.engine import BuildLocked, CallDeferred, Change, Engine, FileRead, Rule, rule
 from kbuild.engine.buildlock import BuildLock
 from kbuild.engine.files import atomic_write
 from kbuild.engine.lockfile import patch_lock_pieces, render_lock
@@ -655,8 +655,8 @@ def test_an_edit_of_one_part_checks_what_reads_that_part_not_what_reads_the_othe
     (folder / "s.txt").write_text("".join(f"{n}: word {n}\n" for n in names))
     Engine(folder, rules).build([all_exclaimed("s.txt", names)])
     checked: list[str] = []
-    real = demand.first_changed_read
-    monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
+    real = demand.walk_reads
+    monkeypatch.setattr(demand, "walk_reads", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
     real_settle = scan.Scan.settle
     monkeypatch.setattr(scan.Scan, "settle", lambda self, roots: (real_settle(self, roots), checked.extend(self.db.green))[0])
     RUNS.clear()
@@ -720,8 +720,8 @@ def test_a_change_let_through_a_gate_stops_at_the_next_gate(folder, monkeypatch)
     (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("n2: w0 w1 w2 w3", "n2: w0 w1 w2 three"))
     Engine(folder, rules).build([target])  # walks behind the gates, and keeps what it found
     checked: list[str] = []
-    real = demand.first_changed_read
-    monkeypatch.setattr(demand, "first_changed_read", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
+    real = demand.walk_reads
+    monkeypatch.setattr(demand, "walk_reads", lambda reads, *a, **kw: checked.append("") or real(reads, *a, **kw))
     RUNS.clear()
     (folder / "s.txt").write_text((folder / "s.txt").read_text().replace("n2: w0 w1 w2 three", "n2: w0 w1 w2 four"))
     engine = Engine(folder, rules)
@@ -827,3 +827,34 @@ def test_a_lock_entry_is_written_as_json_would_write_it_whatever_its_strings_hol
     (back,) = read_lock(tmp_path / "kbuild.lock").values()
     assert [[tuple(r) for r in group] for group in back.deps] == memo.deps
     assert isinstance(back.deps[0][0][0], FileRead) and back.deps[0][0][0].path == odd
+
+
+@rule
+async def headed(ctx, head, path):
+    RUNS.append("headed")
+    return [ctx.read_text(head).strip(), *await ctx.query(words(path))]
+
+
+def test_every_verifier_names_the_first_read_that_changed(folder):
+    """The build, the dry run and status walk a query's reads in the order they were made and
+    name the first that changed, though the dry run must go on past it to settle the later
+    reads (here a query read not settled yet) and status goes on to what is built on them."""
+    rules = [words, headed]
+    target = headed("a.txt", "b.txt")
+    build(folder, target, rules=rules)
+    (folder / "a.txt").write_text("a new head\n")
+    (folder / "b.txt").write_text("four five six\n")
+    engine = Engine(folder, rules)
+    plan = engine.plan([target])
+    assert (plan[target.id].kind, plan[target.id].subject) == (Change.INPUT_CHANGED, "a.txt")
+    assert (plan['words("b.txt")'].kind, plan['words("b.txt")'].subject) == (Change.INPUT_CHANGED, "b.txt")
+    stale = engine.inspect().stale
+    assert (stale[target.id][0].kind, stale[target.id][0].subject) == (Change.INPUT_CHANGED, "a.txt")
+    assert str(stale[target.id][0]) == "its input a.txt changed"
+    result = engine.build([target])
+    assert result.reasons[target.id] == "a.txt changed"
+    assert engine.value(target) == ["a new head", "four", "five", "six"]
+    (folder / "b.txt").write_text("four five six seven\n")
+    assert str(Engine(folder, rules).plan([target])[target.id]) == 'words("b.txt") is out of date'
+    assert str(Engine(folder, rules).inspect().stale[target.id][0]) == 'it is built on words("b.txt"), which is out of date'
+    assert Engine(folder, rules).build([target]).reasons[target.id] == 'words("b.txt") changed'

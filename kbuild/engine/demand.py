@@ -22,7 +22,7 @@ from .hashing import FAILED, UNKNOWN, decode_value, hash_bytes, part_bytes, part
 from .report import CycleError, QueryFailed
 from .scan import Scan
 from .state import FileRead, Memo, PartHash
-from .verify import Change, Reason, first_changed_read, outside_reads
+from .verify import Change, Reason, ValuesNow, outside_reads, walk_reads
 
 
 @dataclass(eq=False)
@@ -52,6 +52,9 @@ class Demand:
         self.running: set[asyncio.Task[str]] = set()  # rules running, held so none is collected
         self.forced: dict[str, asyncio.Task[str]] = {}
         self.waits: dict[str, set[str]] = {}
+        # a read's hash now is the one its query was brought up to date to: a group is walked
+        # once every query it reads is settled
+        self.now = ValuesNow(db.hasher.hash, self._hash_now, self._parts_of)
 
     async def demand(self, qid: str, requester: str | None) -> str:
         """Bring one query up to date and return the hash its readers see."""
@@ -220,7 +223,7 @@ class Demand:
                     frame.blocked += 1
                 if frame.blocked:
                     return  # resumed when the last of them settles
-            reason = first_changed_read(group, self.db.hasher.hash, self._hash_now, parts_of=self._parts_of)
+            reason = walk_reads((group,), self.now).changed
             if reason is not None:
                 return self._run(frame, reason)
             frame.group += 1

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from .buildstate import BuildState
 from .graphload import GraphLoading
-from .state import FileRead, PartHash
-from .verify import Change, Reason, outside_reads, read_changed
+from .verify import HOLDS, UNSETTLED, Change, Reason, ValuesNow, Walked, outside_reads, walk_reads
 
 
 class Scan:
@@ -25,9 +24,23 @@ class Scan:
         # behind a gate: settled by demand, once the gate is (graphload.py); nothing runs here
         behind = self.graph.behind_gates.keys() - (self.graph.reached or ())
         file_hash, rules = self.db.hasher.hash, self.db.engine.rules
-        cursor: dict[str, int] = {}
-        first_reason: dict[str, Reason] = {}
-        deps_of: dict[str, list[tuple[str, str]]] = {}
+        walking: dict[str, Walked] = {}  # queries on the stack: where each one's walk stopped
+
+        def settled_now(dep: str) -> str | Reason:
+            now = green.get(dep)
+            if now is not None:
+                return now
+            if dep in must_run or dep in unsure or dep in behind:
+                return Reason.of(Change.DEPENDENCY_OUT_OF_DATE, dep)
+            if dep in walking:  # on the stack: a recorded cycle
+                return Reason.of(Change.CYCLE, dep)
+            return UNSETTLED  # walked first: the reader waits on the stack below it
+
+        def parts_of(dep: str) -> dict[str, str] | None:
+            memo = memos.get(dep)
+            return None if memo is None else memo.parts
+
+        now = ValuesNow(file_hash, settled_now, parts_of, "dry run")
         for root in roots:
             stack = [root]
             while stack:
@@ -39,51 +52,25 @@ class Scan:
                     unsure[qid] = Reason.of(Change.DEPENDENCY_OUT_OF_DATE, qid)
                     stack.pop()
                     continue
-                if qid not in cursor:
+                stopped = walking.get(qid)
+                if stopped is None:
                     reason = outside_reads(memos.get(qid), rules, self.db.sources, file_hash)
                     if reason:
                         must_run[qid] = reason
                         stack.pop()
                         continue
-                    cursor[qid] = 0
-                    deps_of[qid] = [dep for group in memos[qid].deps for dep in group]
-                deps = deps_of[qid]
-                i = cursor[qid]
-                reason = first_reason.get(qid)
-                descend = None
+                    stopped = walking[qid] = HOLDS
                 # Past the first changed read, the rest are still settled: the query's verification
                 # after its changed read is settled needs them, and they cost a stat here against
                 # a task each in the asynchronous pass.
-                while i < len(deps):
-                    dep, recorded = deps[i]
-                    i += 1
-                    if isinstance(dep, FileRead):
-                        if reason is None:
-                            reason = read_changed(dep, recorded, file_hash(dep.path), "dry run")
-                        continue
-                    now = green.get(dep)
-                    if now is None:
-                        if dep in must_run or dep in unsure or dep in behind:
-                            reason = reason or Reason.of(Change.DEPENDENCY_OUT_OF_DATE, dep)
-                        elif dep in cursor:  # on the stack: a recorded cycle
-                            reason = reason or Reason.of(Change.CYCLE, dep)
-                        else:
-                            descend = dep
-                            i -= 1
-                            break
-                    elif reason is None:
-                        parts = memos[dep].parts if PartHash.part_of(recorded) is not None and dep in memos else None
-                        reason = read_changed(dep, recorded, now, "dry run", parts)
-                if descend is not None:
-                    cursor[qid] = i
-                    if reason is not None:
-                        first_reason[qid] = reason
-                    stack.append(descend)
+                walked = walk_reads(memos[qid].deps, now, stopped.at, to_the_end=True, changed=stopped.changed)
+                if walked.waits_for is not None:
+                    walking[qid] = walked
+                    stack.append(walked.waits_for)
                     continue
                 stack.pop()
-                del cursor[qid], deps_of[qid]
-                first_reason.pop(qid, None)
-                if reason is None:
+                del walking[qid]
+                if walked.changed is None:
                     green[qid] = memos[qid].hash
                 else:
-                    unsure[qid] = reason
+                    unsure[qid] = walked.changed

@@ -17,7 +17,7 @@ from .hashing import hash_bytes
 from .lockfile import LockError, entries_that_differ, lock_entries, parse_entry, render_lock
 from .lockfiles import key_of
 from .state import FileRead, Memo, State, flat
-from .verify import read_changed
+from .verify import ValuesNow, walk_reads
 
 CLEAN = "clean"  # meta key: what the last build settled, for the no-op fast path
 EMPTY_LOCK = render_lock({})  # what a lock file that is not there holds
@@ -73,12 +73,6 @@ class StatPass:
 
 def _targets_digest(root_ids: list[str]) -> str:
     return hash_bytes("\n".join(sorted(root_ids)).encode())
-
-
-def _holds(dep: str, recorded: str, source: Memo) -> bool:
-    """Whether a read of `dep` recorded as `recorded` holds against its memo `source` (a read of
-    one part holds while that part does)."""
-    return read_changed(dep, recorded, source.hash, parts=source.parts) is None
 
 
 class Snapshot:
@@ -193,18 +187,27 @@ class Snapshot:
         kept_deps = {d for m in incoming.values() for d, _ in flat(m.deps)
                      if not isinstance(d, FileRead) and d not in incoming}
         kept = state.load_memos(kept_deps) if kept_deps else {}
-        for memo in incoming.values():
-            for dep, recorded in flat(memo.deps):
-                if isinstance(dep, FileRead):
-                    continue
-                source = incoming.get(dep) or kept.get(dep)
-                if source is None or dep in gone or not _holds(dep, recorded, source):
-                    return None
+
+        def entry(dep: str) -> Memo | None:
+            return None if dep in gone else incoming.get(dep) or kept.get(dep)
+
+        def entry_hash(dep: str) -> str | None:
+            found = entry(dep)
+            return None if found is None else found.hash
+
+        def entry_parts(dep: str) -> dict[str, str] | None:
+            found = entry(dep)
+            return None if found is None else found.parts
+
+        # each query read held against the entries as they will be; the files read apart, below
+        now = ValuesNow(None, entry_hash, entry_parts)
+        if any(walk_reads(memo.deps, now).changed for memo in incoming.values()):
+            return None
         readers = state.readers([*incoming, *gone]) - incoming.keys() - gone
         for reader in state.load_memos(readers).values():
-            for dep, recorded in flat(reader.deps):
-                if dep in gone or (dep in incoming and not _holds(dep, recorded, incoming[dep])):
-                    return None
+            reads = [(dep, recorded) for dep, recorded in flat(reader.deps) if dep in gone or dep in incoming]
+            if walk_reads((reads,), now).changed:
+                return None
         produced = {p for m in incoming.values() for p in m.outputs}
         for memo in before.values():  # an output no entry makes any more is gone from the tree
             if any(p not in produced and os.path.lexists(engine.root / p) for p in memo.outputs):

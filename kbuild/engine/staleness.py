@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from .buildstate import BuildState
 from .graphload import GraphLoading, long_lived
-from .state import FileRead, Memo, flat
-from .verify import Change, Reason, first_changed_read, outside_reads
+from .state import FileRead, Memo
+from .verify import Change, Reason, ValuesNow, outside_reads, walk_reads
 
 
 @dataclass
@@ -49,9 +49,9 @@ def _inspect(build: BuildState, read_outputs: Callable[[str], bool] | None) -> I
         memo = memos.get(dep)
         return None if memo is None else memo.parts
 
+    now = ValuesNow(file_hash, recorded_hash, parts_of, "status")  # each query read as its memo records it
     for qid, memo in memos.items():
-        reason = (outside_reads(memo, rules, sources, file_hash)
-                  or first_changed_read(flat(memo.deps), file_hash, recorded_hash, "status", parts_of))
+        reason = outside_reads(memo, rules, sources, file_hash) or walk_reads(memo.deps, now).changed
         if reason:
             causes[qid] = reason
     stale = {qid: (reason, qid) for qid, reason in causes.items()}

@@ -8,9 +8,9 @@ report, a dry run, `kbuild status`, `kbuild check`, `kbuild explain`), never by 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .rule import Rule
 from .sourcetexts import SourceTexts
@@ -114,23 +114,75 @@ def read_changed(dep: str, recorded: str, now: str | None, voice: Voice = "build
     return Reason.of(Change.DEPENDENCY_CHANGED, dep, voice)
 
 
-def first_changed_read(reads: Iterable[tuple[str, str]], file_hash: Callable[[str], str],
-                       query_hash: Callable[[str], str | None], voice: Voice = "build",
-                       parts_of: PartsOf | None = None) -> Reason | None:
-    """The first recorded read, in order, that no longer holds; each query read is looked up with
-    `query_hash` (and, for a part read, `parts_of`), which the caller has brought up to date (or
-    not, for a reader of the lock)."""
-    for dep, recorded in reads:
-        if isinstance(dep, FileRead):
-            now = file_hash(dep.path)
-            if now != recorded:
-                return read_changed(dep, recorded, now, voice)
-            continue
-        now = query_hash(dep)
-        if now == recorded:  # a whole read that holds, most reads: no part to look for
-            continue
-        parts = parts_of(dep) if parts_of is not None and PartHash.MARK in recorded else None
-        reason = read_changed(dep, recorded, now, voice, parts)
-        if reason is not None:
-            return reason
-    return None
+UNSETTLED = "unsettled"  # a query read's hash is not known yet: the walk stops at it, to go on once it is
+
+
+# NamedTuples, not dataclasses: a dataclass costs half a millisecond to make, at an import a no-op pays
+class ValuesNow(NamedTuple):
+    """What a recorded read's hash is now: the one thing the walk's callers differ in. A build
+    brings each query read up to date first (demand); the settle pass and a dry run settle it
+    without running anything (scan); `status` and `check` take the hash its memo records
+    (staleness); a pulled lock's entries are held against the incoming ones (snapshot)."""
+
+    file_hash: Callable[[str], str] | None  # None: file reads are not this walk's, they are checked apart
+    # A query read's hash now; None when it has none; UNSETTLED when it is not known yet; a
+    # Reason when it cannot be compared (out of date in a dry run, a cycle).
+    query_hash: Callable[[str], str | Reason | None]
+    parts_of: PartsOf | None = None  # for a read of one part, the query's part hashes now
+    voice: Voice = "build"
+
+
+Place = tuple[int, int]  # (group, read) in a memo's reads
+
+
+class Walked(NamedTuple):
+    """The walk's verdict on a query's recorded reads: the first that no longer holds (None: each
+    read walked holds), and the query read it stopped at because its hash is not known yet."""
+
+    changed: Reason | None = None
+    waits_for: str | None = None
+    at: Place = (0, 0)  # where `waits_for` is read: the walk goes on from there once it is settled
+
+
+HOLDS = Walked()
+
+
+def walk_reads(groups: Sequence[Sequence[tuple[str, str]]], now: ValuesNow, start: Place = (0, 0), *,
+               to_the_end: bool = False, changed: Reason | None = None) -> Walked:
+    """The verifier's walk (salsa's maybe_changed_after, over hashes): the recorded reads from
+    `start`, in the order they were made, each held against its hash `now`, up to the first that
+    no longer holds. `to_the_end` goes on past it and stops only at a query read not settled yet,
+    so that the settle pass settles every read of a query that must run (a stat here, a task each
+    later); `changed` is what the walk found before `start`."""
+    file_hash, query_hash, parts_of, voice = now
+    first_group, first_read = start
+    for g in range(first_group, len(groups)):
+        group = groups[g]
+        # indexed, not iterated: a walk the settle pass resumes at a read of a group of thousands
+        for i in range(first_read if g == first_group else 0, len(group)):
+            dep, recorded = group[i]
+            if isinstance(dep, FileRead):
+                if file_hash is None or changed is not None:
+                    continue  # past a change, a file read settles nothing
+                current = file_hash(dep.path)
+                if current == recorded:
+                    continue
+                changed = read_changed(dep, recorded, current, voice)
+            else:
+                current = query_hash(dep)
+                if current == recorded:  # a whole read that holds, most reads: no part to look for
+                    continue
+                if current == UNSETTLED:
+                    return Walked(changed, dep, (g, i))
+                if changed is not None:
+                    continue
+                if isinstance(current, Reason):
+                    changed = current
+                else:
+                    parts = parts_of(dep) if parts_of is not None and PartHash.MARK in recorded else None
+                    changed = read_changed(dep, recorded, current, voice, parts)
+                    if changed is None:
+                        continue
+            if not to_the_end:
+                return Walked(changed)
+    return HOLDS if changed is None else Walked(changed)
