@@ -31,6 +31,7 @@ from kbuild.text.prose import prose_sentences
 from kbuild.text.secrets import redact
 from kbuild.text.slugs import slug as slug_of, unique
 
+from .contradictions import Contradictions, disagreement_lines, project_disagreements
 from .facts import chunk, chunks, fact
 from .failures import built
 from .glossary import KINDS, project_glossary
@@ -177,11 +178,14 @@ async def concept_citations(ctx: KnowledgeContext, project: str) -> dict[str, An
     return cites
 
 
-def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]], links: dict[str, str | None]) -> str:
+def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]], links: dict[str, str | None],
+              disagreements: list[str] | None = None) -> str:
     """A concept's page: its name, the sentence that defines it (with its fact), then what each
     source says of it, a section per source in the order `said` has them (the defining one
     first), each sentence once with every fact of the source that says it; `links` gives each
-    fact's link, None for a fact whose page did not build."""
+    fact's link, None for a fact whose page did not build; `disagreements`, the lines of the
+    disagreements between its facts (rules/contradictions.py), each side quoted and cited, go
+    before what each source says, never resolved by dropping one."""
     def cited(ref: str) -> str:
         target = links[ref]
         name = ref.split("/", 1)[1]
@@ -204,7 +208,8 @@ def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]],
         body.append(f"## {title}\n")
         body += [f"- {sentence} " + " ".join(cited(r) for r in refs) for sentence, refs in lines.items()]
         body.append("")
-    return "\n".join([*head, *body]).rstrip() + "\n"
+    disagree = ["## Where the sources disagree\n", *disagreements, ""] if disagreements else []
+    return "\n".join([*head, *disagree, *body]).rstrip() + "\n"
 
 
 def defining_first(refs: list[str], defined_in: str | None) -> list[str]:
@@ -216,7 +221,7 @@ def defining_first(refs: list[str], defined_in: str | None) -> list[str]:
             *(r for r in refs if not r.startswith(source + "/"))]
 
 
-@rule(version=1, uses=(page_text, defining_first), settings=("store",), returns=ConceptPage)
+@rule(version=2, uses=(page_text, defining_first, disagreement_lines), settings=("store",), returns=ConceptPage)
 async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> ConceptPage:
     """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
     mention it, which are all it reads."""
@@ -234,7 +239,11 @@ async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> Con
     path = store.concept(project, concept)
     links = {ref: None if isinstance(p, QueryFailed) else link(path, store.fact(project, *ref.split("/", 1)))
              for ref, p in zip(cited, pages)}
-    write_page(ctx, path, page_text(project, entry, said, links))
+    # the disagreements between two facts the page cites: a verdict that changes re-runs the pages,
+    # one that stays the same (the value is cut off) re-runs none
+    found = await ctx.query(project_disagreements(project))
+    between = Contradictions(pairs=[p for p in found.pairs if {p.first.fact, p.second.fact} <= set(refs)])
+    write_page(ctx, path, page_text(project, entry, said, links, disagreement_lines(between, path, store, project)))
     first = next((s for _, part in said for s in part.sentences), "")
     line = f"{entry.defined}" if entry.defined else f"\"{shortened(first, 160)}\""
     return ConceptPage(name=entry.name, line=line, statements=sum(len(p.sentences) for _, p in said),

@@ -175,3 +175,23 @@ def test_on_a_labelled_alias_set_at_most_two_percent_of_concepts_are_duplicates_
     assert len(set(keys)) == len(keys)
     for a, b in labelled["different"]:
         assert names.of(a) != names.of(b), (a, b)
+
+
+def test_a_concept_page_shows_where_its_sources_disagree_both_sides_quoted(tmp_path):
+    """Issue 54: a confirmed disagreement is shown on the concept page, both statements quoted and
+    cited, never resolved by dropping one."""
+    from conftest import kbuild
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "policy.md").write_text("# Refund policy\n\nRefund requests MUST be made within 90 days of the "
+                                        "payment.\n\nEvery refund request is logged.\n")
+    (tmp_path / "faq.md").write_text("# Questions customers ask\n\nRefund requests MUST be made within 30 days of "
+                                     "the payment.\n\nA refund request is answered by email.\n")
+    (tmp_path / "terms.md").write_text("# Terms\n\nA refund request names the order.\n")
+    for name in ("policy.md", "faq.md", "terms.md"):
+        assert kbuild(tmp_path, "add", "shop", name).exit_code == 0
+    kbuild(tmp_path)  # the check would fail on the disagreement: the page is what is asked here
+    page = (tmp_path / "kb/shop/concepts/refund-request.md").read_text()
+    disagree = page.split("## Where the sources disagree", 1)[1].split("\n## ", 1)[0]
+    assert "within 90 days" in disagree and "within 30 days" in disagree, page
+    assert "](../facts/policy/" in disagree and "](../facts/faq/" in disagree

@@ -160,7 +160,7 @@ def text(findings: list[Finding]) -> str:
     lines = [f"{f.page}{'' if f.line is None else f':{f.line}'}: {f.reason}  (fix: {f.fix})" for f in failing(findings)]
     lines += [f"{f.page}: {f.reason}" for f in findings if f.kind in ACCEPTED]
     bad, accepted = len(failing(findings)), len(findings) - len(failing(findings))
-    lines.append(f"{bad} problems" if bad else "ok: every page is up to date, linked and grounded"
+    lines.append(f"{bad} problem{'' if bad == 1 else 's'}" if bad else "ok: every page is up to date, linked and grounded"
                  + (f" ({_count(accepted, 'accepted disagreement')})" if accepted else ""))
     return "\n".join(lines)
 
