@@ -137,6 +137,21 @@ def _full_disk_at(site: str, monkeypatch, after: int) -> None:
     monkeypatch.setattr(module, name, failing)
 
 
+def stopped_with_one_line_then_ends_clean(stopped, store: Path, clean: Path) -> None:
+    """A build stopped by a full disk said so in one line, no traceback; the next build, once
+    there is space, ends as a clean build of the same sources does, lock and all."""
+    assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
+    lines = stopped.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
+    assert "free some space and run `kbuild` again" in lines[0]
+    done = kbuild(store)
+    assert done.exit_code == 0, done.output
+    make_store(clean, 1)
+    assert kbuild(clean).exit_code == 0
+    assert tree(store, temporaries=True) == tree(clean)
+    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+
+
 @pytest.mark.parametrize("site", ["page", "lock", "cache", "memo", "commit", "stats"])
 def test_a_full_disk_at_any_write_stops_with_one_line_and_the_next_build_ends_clean(site, tmp_path, monkeypatch):
     store, clean = tmp_path / "store", tmp_path / "clean"
@@ -149,16 +164,7 @@ def test_a_full_disk_at_any_write_stops_with_one_line_and_the_next_build_ends_cl
     with monkeypatch.context() as patch:
         _full_disk_at(site, patch, after=1 if site in ("lock", "commit", "stats") else 5)
         stopped = kbuild(store)
-    assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
-    lines = stopped.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
-    assert "free some space and run `kbuild` again" in lines[0]
-    done = kbuild(store)
-    assert done.exit_code == 0, done.output
-    make_store(clean, 1)
-    assert kbuild(clean).exit_code == 0
-    assert tree(store, temporaries=True) == tree(clean)
-    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    stopped_with_one_line_then_ends_clean(stopped, store, clean)
     assert kbuild(store, "check").exit_code == 0
     assert kbuild(store).output.startswith("0 ran, 61 reused")
 
@@ -230,12 +236,4 @@ def test_a_full_disk_that_rolls_the_state_back_stops_with_one_line(after, tmp_pa
         patch.setattr("kbuild.engine.state.WRITE_BATCH", 4)  # batches written mid-build, to fail there too
         stopped = kbuild(store)
     assert stopped.exception is None or isinstance(stopped.exception, SystemExit), repr(stopped.exception)
-    assert stopped.exit_code == 1 and "Traceback" not in stopped.output, stopped.output
-    lines = stopped.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kbuild: no space left on the device ("), lines
-    done = kbuild(store)
-    assert done.exit_code == 0, done.output
-    make_store(clean, 1)
-    assert kbuild(clean).exit_code == 0
-    assert tree(store, temporaries=True) == tree(clean)
-    assert (store / "kbuild.lock").read_bytes() == (clean / "kbuild.lock").read_bytes()
+    stopped_with_one_line_then_ends_clean(stopped, store, clean)

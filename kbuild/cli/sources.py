@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -33,12 +33,7 @@ def add(session: Session, project: str, paths_or_urls: tuple[str, ...], source_i
 
     Example: kbuild add payments docs/requirements.pdf --id requirements   (or: kbuild add payments docs/)
     """
-    spec, _ = session.load()
-    app = session.application(spec)
-    try:
-        check_id("project", project)
-    except BadId as exc:
-        raise KbuildError(str(exc), WRONG) from None
+    spec, app = _project(session, project)
     given = [p for arg in paths_or_urls for p in _documents(session.directory, arg, spec.root)]
     if source_id is not None and len(given) != 1:
         raise KbuildError(f"--id names one source, and {len(given)} were given; list them without --id", WRONG)
@@ -124,14 +119,20 @@ def _remove(session: Session, project: str, section: str, key: str, value: str) 
         raise KbuildError(str(exc), WRONG) from None
 
 
-def _project_sources(session: Session, project: str) -> Path:
-    """The sources.yml of an existing project."""
+def _project(session: Session, project: str) -> tuple[Any, Any]:
+    """The Kbuildfile and its application, for a project name that is a valid id."""
     spec, _ = session.load()
     app = session.application(spec)
     try:
         check_id("project", project)
     except BadId as exc:
         raise KbuildError(str(exc), WRONG) from None
+    return spec, app
+
+
+def _project_sources(session: Session, project: str) -> Path:
+    """The sources.yml of an existing project."""
+    spec, app = _project(session, project)
     file = spec.root / app.store.sources_file(project)
     if not file.exists():
         raise KbuildError(f"{file} does not exist; `kbuild add {project} PATH` starts the project", WRONG)
