@@ -106,18 +106,19 @@ class Registry:
     def backend(self, name: str) -> BackendEntry | None:
         return self.backends.get(name)
 
-    def fingerprint(self) -> dict[str, str | None]:
-        """The versions that decide what the converters write: each installed plug-in that
-        converts a format, and each library a converter names (None: not installed). kbuild's own
-        code is fingerprinted by its text, not its version. An upgrade of any of them converts
-        again; the pages of the sources whose text did not change are not rebuilt."""
-        found: dict[str, str | None] = {}
-        for converter in self.converters.values():
-            if not converter.plugin.builtin:
-                found[converter.plugin.distribution] = converter.plugin.version
-            for library in converter.libraries:
-                found[library] = installed_version(library)
-        return dict(sorted(found.items()))
+    def plugin_versions(self) -> dict[str, str]:
+        """Each installed plug-in that converts a format, by its version: what a user installs
+        on purpose, in the fingerprint of every conversion (a plug-in may take any format over)."""
+        return dict(sorted((c.plugin.distribution, c.plugin.version) for c in self.converters.values()
+                           if not c.plugin.builtin))
+
+    def library_versions(self, extension: str) -> dict[str, str | None]:
+        """The versions of the libraries the converter of `extension` names (None: not
+        installed): what decides that format's conversion alone, so that an upgrade of an office
+        library converts office files again, and a store without them does not depend on
+        whether the library is installed."""
+        converter = self.converters.get(extension)
+        return {library: installed_version(library) for library in (converter.libraries if converter else ())}
 
 
 def installed_version(distribution: str) -> str | None:

@@ -163,13 +163,25 @@ def note_source(ctx: KnowledgeContext, data: bytes, where: str) -> tuple[str, st
     return notes.note_text(note, changed), notes.note_title(note.header, changed)
 
 
-@rule(version=4, uses=(*CONVERTER, secrets, SECRET_KINDS, store_links, markdown,
+@rule(version=1, params={"libraries": {ext: registry().library_versions(ext) for ext in sorted(registry().converters)
+                                         if registry().library_versions(ext)}})
+async def converter_libraries(ctx: KnowledgeContext, extension: str) -> dict[str, str | None]:
+    """The versions of the libraries that convert files of `extension` (office formats: mammoth,
+    openpyxl...). Its own rule, read only by the sources of such a format: an upgrade converts
+    those again and no other, and a store without them does not depend on what is installed
+    (the lock of this repository's docs is the same with or without `kbuild[office]`)."""
+    return registry().library_versions(extension)
+
+
+@rule(version=5, uses=(*CONVERTER, secrets, SECRET_KINDS, store_links, markdown,
                        pages, notes, note_source, _title),
       settings=("store",), returns=SourceText,
-      params={"converters": registry().fingerprint()})  # a converting plug-in's or library's upgrade converts again
+      params={"plugins": registry().plugin_versions()})  # a converting plug-in's upgrade converts again
 async def text(ctx: KnowledgeContext, project: str, source: str) -> SourceText:
     store = ctx.settings.store
     got = await ctx.query(raw(project, source))
+    if registry().library_versions(got.ext.removeprefix(".")):
+        await ctx.query(converter_libraries(got.ext.removeprefix(".")))  # an upgrade converts this format again
     data = ctx.read(got.path)
     title = got.title
     if got.kind == "note":

@@ -202,13 +202,29 @@ def test_without_the_office_extra_a_file_fails_with_one_line_naming_it(monkeypat
     assert "pip install 'kbuild[office]'" in message and "\n" not in message
 
 
-def test_the_converters_versions_are_in_the_text_rules_fingerprint():
+def test_the_converters_versions_are_in_the_fingerprint_of_what_they_convert_alone(tmp_path, monkeypatch):
+    """An office library's version decides the conversion of its format's files, and nothing
+    else: a store of Markdown has the same lock with or without `kbuild[office]` installed (this
+    repository's own `kbuild check` failed in an environment without it)."""
     from importlib.metadata import version
 
-    from kbuild.rules.facts import text
+    from kbuild import plugins
+    from kbuild.rules.facts import converter_libraries, text
 
-    for library in ("mammoth", "python-pptx", "openpyxl", "xlrd", "olefile"):
-        assert text.params["converters"][library] == version(library)
+    for ext, library in (("docx", "mammoth"), ("pptx", "python-pptx"), ("xlsx", "openpyxl"), ("xls", "xlrd"),
+                         ("msg", "olefile")):
+        assert converter_libraries.params["libraries"][ext][library] == version(library)
+    with_office = dict(text.params)
+    monkeypatch.setattr(plugins, "installed_version", lambda name: None)
+    assert dict(text.params) == with_office == {"plugins": {}}  # nothing of an office library in it
+
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "a.md").write_text("# A\n\nAlpha.\n")
+    shutil.copy(OFFICE / "word_tables.docx", tmp_path / "w.docx")
+    assert kbuild(tmp_path, "add", "p", "a.md", "w.docx").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    lock = (tmp_path / "kbuild.lock").read_text()
+    assert 'converter_libraries(\\"docx\\")' in lock and 'converter_libraries(\\"md' not in lock  # as the lock escapes them
 
 
 def test_a_project_of_office_files_builds_offline_with_no_failed_page(tmp_path):

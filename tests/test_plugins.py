@@ -92,7 +92,7 @@ def test_a_source_builds_through_its_plugin_and_one_that_raises_fails_alone(pyth
 
 
 def test_the_plugins_version_is_in_the_fingerprint_of_what_it_converts(python, tmp_path):
-    params = subprocess.run([python, "-c", "from kbuild.rules.facts import text; print(text.params['converters'])"],
+    params = subprocess.run([python, "-c", "from kbuild.rules.facts import text; print(text.params['plugins'])"],
                             capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert "'kbuild-upper': '0.1.0'" in params
 
