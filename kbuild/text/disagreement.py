@@ -128,6 +128,12 @@ def same_subject(a: frozenset[str], b: frozenset[str]) -> bool:
         and len(shared) >= SHARED_OF_LONGER * max(len(a), len(b))
 
 
+# an obligation with an exception ("should not store keys next to the secrets, except if those keys
+# are encrypted") obliges something narrower than its words: its force is not compared (the OWASP
+# sheets' one false disagreement)
+EXCEPTION = re.compile(r"\b(?:except|unless|other than|apart from|save for)\b", re.I)
+
+
 LIMIT_NEGATION = re.compile(r"\b(?:not|no)\s+(?:to\s+)?(?=" + "|".join(w for w in LIMIT_WORDS if len(w) > 2) + r")", re.I)
 
 
@@ -207,7 +213,8 @@ def compare(first: Claim, second: Claim) -> Disagreement | None:
     if shared and strength_a and strength_b:
         # they agree on their limits, so a "not" is the limit's: "should not exceed 254" is "should be at most 254"
         strength_a, strength_b = strength_a.removesuffix(" NOT"), strength_b.removesuffix(" NOT")
-    if strength_a and strength_b and strength_a != strength_b:
+    if strength_a and strength_b and strength_a != strength_b and not any(
+            EXCEPTION.search(c.sentence) for c in (first, second)):
         return Disagreement(Attribute.FORCE, about, strength_a, strength_b)
     return None
 
