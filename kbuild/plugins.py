@@ -121,6 +121,7 @@ class Registry:
         return {library: installed_version(library) for library in (converter.libraries if converter else ())}
 
 
+@functools.cache  # a metadata lookup scans sys.path; a text query per source asks it again
 def installed_version(distribution: str) -> str | None:
     try:
         return version(distribution)

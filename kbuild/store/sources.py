@@ -20,7 +20,7 @@ import os
 import stat
 from difflib import SequenceMatcher
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import ParseResult, urlparse
 
 from pydantic import AnyUrl, BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator, model_validator
@@ -290,19 +290,9 @@ def parse(data: bytes, where: str) -> Listing:
         else:
             label = entry.get("id", f"#{n}") if isinstance(entry, dict) else f"#{n}"
             problems.append(f"{where}: source {label}: {one_line(exc)}")
-    views: list[ViewRequest] = []
-    for n, entry in enumerate(project.views, start=1):
-        try:
-            views.append(ViewRequest.model_validate(dict(entry) if isinstance(entry, dict) else entry))
-        except ValidationError as exc:
-            problems.append(f"{where}: view #{n}: {one_line(exc)}")
+    views = _valid(ViewRequest, project.views, f"{where}: view", problems)
     specs: list[SpecRequest] = []
-    for n, entry in enumerate(project.specs, start=1):
-        try:
-            spec = SpecRequest.model_validate(dict(entry) if isinstance(entry, dict) else entry)
-        except ValidationError as exc:
-            problems.append(f"{where}: spec #{n}: {one_line(exc)}")
-            continue
+    for spec in _valid(SpecRequest, project.specs, f"{where}: spec", problems):
         if project.kind == "research":
             problems.append(f"{where}: spec {spec.name!r}: a research project has no specs; move it to a docs project")
         elif spec.view not in {v.name for v in views} | set(DEFAULT_VIEWS["docs"]):
@@ -310,14 +300,25 @@ def parse(data: bytes, where: str) -> Listing:
                             f"add it with `kbuild view add`")
         else:
             specs.append(spec)
-    accepted: list[AcceptedDisagreement] = []
-    for n, entry in enumerate(project.accepted_disagreements, start=1):
-        try:
-            accepted.append(AcceptedDisagreement.model_validate(dict(entry) if isinstance(entry, dict) else entry))
-        except ValidationError as exc:
-            problems.append(f"{where}: accepted_disagreements #{n}: {one_line(exc)}")
+    accepted = _valid(AcceptedDisagreement, project.accepted_disagreements, f"{where}: accepted_disagreements",
+                      problems)
     return Listing(kind=project.kind, title=project.title, sources=sources, views=views, specs=specs,
                    accepted=accepted, problems=problems, broken=broken)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _valid(model: type[M], entries: list[Any], label: str, problems: list[str]) -> list[M]:
+    """The entries of one list of sources.yml that validate; each that does not is one problem
+    ("LABEL #N: what is wrong") and is left out, never the list."""
+    found: list[M] = []
+    for n, entry in enumerate(entries, start=1):
+        try:
+            found.append(model.model_validate(dict(entry) if isinstance(entry, dict) else entry))
+        except ValidationError as exc:
+            problems.append(f"{label} #{n}: {one_line(exc)}")
+    return found
 
 
 def _valid_id(value: str) -> bool:

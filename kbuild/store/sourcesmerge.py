@@ -134,13 +134,18 @@ def _merge_data(o: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> tupl
                 merged[top] = entries
             continue
         value, came = _three_way(o.get(top, _MISSING), a.get(top, _MISSING), b.get(top, _MISSING))
-        if came == "theirs":
-            from_theirs.append(_label(top, top))
-        elif came == "conflict":
-            conflicts.append(_label(top, top))
+        _note(came, _label(top, top), from_theirs, conflicts)
         if value is not _MISSING:
             merged[top] = value
     return merged, from_theirs, conflicts
+
+
+def _note(came: str, label: str, from_theirs: list[str], conflicts: list[str]) -> None:
+    """Where a merged entry came from, when it is not ours: their side, or a conflict."""
+    if came == "theirs":
+        from_theirs.append(label)
+    elif came == "conflict":
+        conflicts.append(label)
 
 
 def _merge_section(section: str, o: Any, a: Any, b: Any, from_theirs: list[str],
@@ -149,10 +154,7 @@ def _merge_section(section: str, o: Any, a: Any, b: Any, from_theirs: list[str],
     entries: list[Any] = []
     for key in [*mine, *(k for k in other if k not in mine), *(k for k in was if k not in mine and k not in other)]:
         value, came = _three_way(was.get(key, _MISSING), mine.get(key, _MISSING), other.get(key, _MISSING))
-        if came == "theirs":
-            from_theirs.append(_label(section, key))
-        elif came == "conflict":
-            conflicts.append(_label(section, key))
+        _note(came, _label(section, key), from_theirs, conflicts)
         if value is not _MISSING:
             entries.append(value)
     if a is None and not entries:
