@@ -177,3 +177,21 @@ def test_a_word_one_project_mentions_once_does_not_outrank_the_project_about_it(
     result = kbuild(tmp_path, "context", "injection", "--budget", "300", "--trace")
     kept = [line for line in result.output.splitlines() if line.startswith("kept")]
     assert kept and "kb/sql/" in kept[0], result.output
+
+
+def test_a_word_the_sources_write_as_two_or_two_words_they_write_as_one_finds_them(tmp_path):
+    """A reader writes "classmethod" where the source says "class method", or "log in" where it
+    says "login": BM25 shares no word with them, so the section that answers came far down."""
+    guide = "# Guide\n\n" + "".join(f"## {title}\n\n{text}\n\n" for title, text in (
+        ("Naming", "Always use cls for the first argument of a class method."),
+        ("Arguments", "The first argument names the object; keep the first argument short."),
+        ("Defaults", "A first argument may have a default value, as any argument may."),
+        ("Sessions", "Renew the session identifier after every login."),
+        ("Cookies", "A session cookie holds the session identifier after the user signs on.")))
+    small_store(tmp_path, {"guide.md": guide})
+    assert kbuild(tmp_path).exit_code == 0
+    for question, answer in (("what is the first argument of a classmethod called?", "Naming"),
+                             ("what should happen to the session after I log in?", "Sessions")):
+        result = kbuild(tmp_path, "context", question, "--budget", "120", "--trace")
+        kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+        assert kept and f"› {answer} (" in kept[0], result.output

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..text.ranking import SectionIndex, query_terms, rank
+from ..text.ranking import SectionIndex, compounds, query_terms, rank
 from ..text.tokens import estimate_tokens
 from ..store.pages import rewritten_part
 from .expansion import Expansion, expand, read_glossaries
@@ -170,7 +170,7 @@ class SearchIndex:
         first; ties in the order of the index, so a ranking is reproducible."""
         if self.index is None:
             return []
-        return self.index.ranked(query_terms(query, self.abbreviations))
+        return self.index.ranked(compounds(query, query_terms(query, self.abbreviations), self.index.vocabulary))
 
     def __len__(self) -> int:  # its sections
         return len(self._lines)

@@ -9,7 +9,7 @@ import re
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -113,6 +113,31 @@ def query_terms(query: str, abbreviations: dict[str, str] | None = None) -> dict
         if len(long.split()) > 1 and long in joined:
             weights.setdefault(_stem(short), 0.6)
     return weights
+
+
+def compounds(query: str, weights: dict[str, float], vocabulary: Mapping[str, int]) -> dict[str, float]:
+    """`weights` with the words an index spells otherwise: a word no section holds that is two
+    words they do ("classmethod" for "class method") asks for those two, half each, and two
+    words of the query that sections write as one ("time stamp", "log in") ask for it too."""
+    words = WORD.findall(query.lower())
+    found = dict(weights)
+    for word in words:
+        if len(word) < 2 * SPLIT_PART or _stem(word) in vocabulary:
+            continue
+        for cut in range(SPLIT_PART, len(word) - SPLIT_PART + 1):
+            head, tail = _stem(word[:cut]), _stem(word[cut:])
+            if head in vocabulary and tail in vocabulary and not {word[:cut], word[cut:]} & STOP:
+                for part in (head, tail):
+                    found[part] = found.get(part, 0.0) + 0.5
+                break
+    for first, second in zip(words, words[1:]):
+        joined = _stem(first + second)
+        if first not in STOP and joined in vocabulary and joined not in found:
+            found[joined] = 0.5
+    return found
+
+
+SPLIT_PART = 3  # letters: the shortest word a compound is split into ("log", "tab"); shorter splits are chance
 
 
 INDEX_FILES = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy", "params.index.json",
