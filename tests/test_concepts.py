@@ -297,6 +297,10 @@ def test_a_project_across_names_that_is_gone_is_one_line_and_the_pages_build_wit
     assert "Traceback" not in result.output
     page = (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
     assert "approver" not in page and "Staff Handbook" in page
+    # the project made again: its statements come back, with no edit of auth's sources.yml
+    assert kbuild(store, "add", "billing", "refunds.md").exit_code == 0
+    assert kbuild(store).exit_code == 0
+    assert "approver" in (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
 
 
 @pytest.mark.parametrize("yaml, says", [
