@@ -234,10 +234,10 @@ def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]],
     """A concept's page: its name, the sentence that defines it (with its fact), then what each
     source says of it, a section per source in the order `said` has them (the defining one
     first; another project's sources last, named with it), each sentence once with every fact of
-    the source that says it; `links` gives each
-    fact's link, None for a fact whose page did not build; `disagreements`, the lines of the
-    disagreements between its facts (rules/contradictions.py), each side quoted and cited, go
-    before what each source says, never resolved by dropping one."""
+    the source that says it; `links` gives each fact's link, None for a fact whose page did not
+    build; `disagreements`, the lines of the disagreements between its facts
+    (rules/contradictions.py), each side quoted and cited, go before what each source says,
+    never resolved by dropping one."""
     def cited(ref: str) -> str:
         target = links[ref]
         name = ref.rsplit("/", 1)[1]
