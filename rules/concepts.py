@@ -10,10 +10,17 @@ of at least SHARED_SOURCES sources share (kbuild.text.concepts), the names of on
 - `project_concepts`: which concepts the project has, one part per concept and one of all
   their names, so a concept's page reads its own entry only;
 - `fact_concepts`: which concepts one fact mentions and with which sentences, a part each;
+  the fact is the project's own or one of a project that `concepts: across:` in sources.yml
+  names (`concept_origins`), whose facts are read for this project's concepts, never picked
+  concepts from;
 - `concept_citations`: which facts mention each concept, a part each;
 - `concept_page`: one page, reading its entry, its facts' lists and those facts' sentences
-  about it alone. An edit rebuilds the pages citing a fact it changed; a removed source's
-  facts are cited by no part any more, and their statements leave the pages.
+  about it alone. An edit rebuilds the pages citing a fact it changed, in this project or
+  another; a removed source's (or across entry's) facts are cited by no part any more, and
+  their statements leave the pages.
+
+Disagreements are looked for within the project only: a statement of another project is quoted,
+never compared.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ from .facts import chunk, chunks, fact
 from .failures import built
 from .glossary import KINDS, project_glossary
 from .pages import write_page
-from .sources import project_outline
+from .sources import listing, project_outline
 from .settings import KnowledgeContext
 from .values import NAMES, Part, Value
 
@@ -69,6 +76,14 @@ class SaidOf(Value):
     sentences: list[str]
 
 
+class ConceptOrigins(Value):
+    """The projects whose facts a project's concept pages quote: its own first, then those
+    `concepts: across:` names, in its order; `missing`, those it names that have no sources.yml."""
+
+    projects: list[str]
+    missing: list[str] = []
+
+
 class ConceptPage(Value):
     """What the concepts' index shows of a concept page."""
 
@@ -88,6 +103,39 @@ async def fact_refs(ctx: KnowledgeContext, project: str) -> list[tuple[str, str]
     outline = await ctx.query(project_outline(project))
     cut = await ctx.query_all([chunks(project, s) for s in outline.sources], return_failures=True)
     return [(s, place.slug) for s, c in zip(outline.sources, cut) if not isinstance(c, QueryFailed) for place in c.chunks]
+
+
+def place(project: str, ref: str) -> tuple[str, str, str]:
+    """(project, source, fact) of a fact a concept page of `project` cites: "source/fact" is one
+    of its own (as `kbuild check` names facts), "other/source/fact" one of another project."""
+    parts = ref.split("/")
+    if len(parts) == 2:
+        return project, parts[0], parts[1]
+    origin, source, slug = parts
+    return origin, source, slug
+
+
+def cited_as(project: str, origin: str, source: str, slug: str) -> str:
+    """The ref `place` reads back: the project named only when it is another."""
+    return f"{source}/{slug}" if origin == project else f"{origin}/{source}/{slug}"
+
+
+@rule(version=1, settings=("store",), returns=ConceptOrigins)
+async def concept_origins(ctx: KnowledgeContext, project: str) -> ConceptOrigins:
+    """Whose facts the concept pages quote. A project named that is not there is left out (its
+    own query says so), so that the pages still build."""
+    across = [p for p in (await ctx.query(listing(project))).concepts.across if p != project]
+    there = [ctx.exists(ctx.settings.store.sources_file(p)) for p in across]
+    return ConceptOrigins(projects=[project, *(p for p, t in zip(across, there) if t)],
+                          missing=[p for p, t in zip(across, there) if not t])
+
+
+@rule(version=1, settings=("store",))
+async def missing_origin(ctx: KnowledgeContext, project: str, other: str) -> None:
+    """A project `concepts: across:` names that has no sources.yml, failing on its own."""
+    store = ctx.settings.store
+    raise Problem(f"{store.sources_file(project)}: concepts: across names project {other!r}, which has no "
+                  f"{store.sources_file(other)}; take it out of `across` or add the project with `kbuild add {other} PATH`")
 
 
 @rule(version=1, uses=(concepts_text, prose_sentences), returns=FactPhrases)
@@ -153,28 +201,31 @@ def _concept(names: tuple[str, ...]) -> Concept:
     return Concept.named(names)  # compiled once per build for all the facts that look for it
 
 
-@rule(version=1, uses=(concepts_text, prose_sentences, secrets), parts=True)
-async def fact_concepts(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
-    """Which concepts one fact mentions, each ("concept:SLUG") with the fact's sentences that
-    do, secrets redacted: what a concept page says of this fact."""
+@rule(version=2, uses=(concepts_text, prose_sentences, secrets), parts=True)
+async def fact_concepts(ctx: KnowledgeContext, project: str, origin: str, source: str, slug: str) -> dict[str, Any]:
+    """Which of `project`'s concepts one fact of `origin` (the project, or one its concepts'
+    `across` names) mentions, each ("concept:SLUG") with the fact's sentences that do, secrets
+    redacted: what a concept page says of this fact."""
     names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), NAMES.name) or {}
-    found = await ctx.query(chunk(project, source, slug))
+    found = await ctx.query(chunk(origin, source, slug))
     sentences = prose_sentences(found.text)
     said = mentions(sentences, {c: _concept(tuple(n)) for c, n in names.items()})
     return {Part("concept", c).name: SaidOf(title=found.title, sentences=[redact(sentences[i]) for i in at]).model_dump()
             for c, at in said.items()}
 
 
-@rule(version=1, uses=(fact_refs,), parts=True)
+@rule(version=2, uses=(fact_refs, cited_as), parts=True)
 async def concept_citations(ctx: KnowledgeContext, project: str) -> dict[str, Any]:
-    """The facts that mention each concept ("concept:SLUG"), in source order."""
-    refs = await fact_refs(ctx, project)
-    got = await ctx.query_all([fact_concepts(project, s, f) for s, f in refs], return_failures=True)
+    """The facts that mention each concept ("concept:SLUG"), the project's own in source order,
+    then those of each project its `across` names."""
+    origins = (await ctx.query(concept_origins(project))).projects
+    refs = [(origin, s, f) for origin in origins for s, f in await fact_refs(ctx, origin)]
+    got = await ctx.query_all([fact_concepts(project, *ref) for ref in refs], return_failures=True)
     cites: dict[str, list[str]] = {}
-    for (source, slug), said in zip(refs, got):
+    for ref, said in zip(refs, got):
         if not isinstance(said, QueryFailed):
             for part in said:
-                cites.setdefault(part, []).append(f"{source}/{slug}")
+                cites.setdefault(part, []).append(cited_as(project, *ref))
     return cites
 
 
@@ -182,13 +233,14 @@ def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]],
               disagreements: list[str] | None = None) -> str:
     """A concept's page: its name, the sentence that defines it (with its fact), then what each
     source says of it, a section per source in the order `said` has them (the defining one
-    first), each sentence once with every fact of the source that says it; `links` gives each
-    fact's link, None for a fact whose page did not build; `disagreements`, the lines of the
-    disagreements between its facts (rules/contradictions.py), each side quoted and cited, go
-    before what each source says, never resolved by dropping one."""
+    first; another project's sources last, named with it), each sentence once with every fact of
+    the source that says it; `links` gives each fact's link, None for a fact whose page did not
+    build; `disagreements`, the lines of the disagreements between its facts
+    (rules/contradictions.py), each side quoted and cited, go before what each source says,
+    never resolved by dropping one."""
     def cited(ref: str) -> str:
         target = links[ref]
-        name = ref.split("/", 1)[1]
+        name = ref.rsplit("/", 1)[1]
         return f"([{name}]({target}))" if target else f"({name}: not built; run `kbuild` to see why)"
 
     head = [f"# {entry.name}\n", f"Up: [concepts](index.md) · [{project}](../index.md)\n"]
@@ -198,9 +250,11 @@ def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]],
     if others:
         head.append("Also written: " + ", ".join(others) + ".\n")
     head.append("_What each source says about it, in its own sentences, each linked to the fact it comes from._\n")
-    sections: dict[str, tuple[str, dict[str, list[str]]]] = {}  # source -> (its title, sentence -> its facts)
+    sections: dict[tuple[str, str], tuple[str, dict[str, list[str]]]] = {}  # (project, source) -> (title, sentence -> facts)
     for ref, part in said:
-        title, lines = sections.setdefault(ref.split("/", 1)[0], (part.title, {}))
+        origin, source, _ = place(project, ref)
+        title = part.title if origin == project else f"{origin} / {part.title}"
+        title, lines = sections.setdefault((origin, source), (title, {}))
         for sentence in part.sentences:
             lines.setdefault(sentence, []).append(ref)
     body = []
@@ -213,15 +267,16 @@ def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]],
 
 
 def defining_first(refs: list[str], defined_in: str | None) -> list[str]:
-    """The facts in source order, but the defining fact's source first and that fact first in it."""
+    """The facts in source order, but the defining fact's source first and that fact first in it
+    (a ref of another project, "other/source/fact", is never of the defining source)."""
     if defined_in not in refs:
         return refs
     source = defined_in.split("/", 1)[0]
-    return [defined_in, *(r for r in refs if r != defined_in and r.startswith(source + "/")),
-            *(r for r in refs if not r.startswith(source + "/"))]
+    same = [r for r in refs if r != defined_in and r.split("/")[:-1] == [source]]
+    return [defined_in, *same, *(r for r in refs if r != defined_in and r not in same)]
 
 
-@rule(version=2, uses=(page_text, defining_first, disagreement_lines), settings=("store",), returns=ConceptPage)
+@rule(version=3, uses=(page_text, defining_first, place, disagreement_lines), settings=("store",), returns=ConceptPage)
 async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> ConceptPage:
     """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
     mention it, which are all it reads."""
@@ -231,13 +286,13 @@ async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> Con
         raise Problem(f"{project} has no concept {concept!r} any more")
     entry = ConceptEntry.model_validate(found)
     refs = defining_first(await ctx.query_part(concept_citations(project), Part("concept", concept).name) or [], entry.defined_in)
-    said = [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *ref.split("/", 1)), Part("concept", concept).name)))
+    said = [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *place(project, ref)), Part("concept", concept).name)))
             for ref in refs]
     cited = list(dict.fromkeys([*refs, *([entry.defined_in] if entry.defined_in else [])]))
     # a fact page that failed is named, not linked: the page never links to what is not there
-    pages = await ctx.query_all([fact(project, *ref.split("/", 1)) for ref in cited], return_failures=True)
+    pages = await ctx.query_all([fact(*place(project, ref)) for ref in cited], return_failures=True)
     path = store.concept(project, concept)
-    links = {ref: None if isinstance(p, QueryFailed) else link(path, store.fact(project, *ref.split("/", 1)))
+    links = {ref: None if isinstance(p, QueryFailed) else link(path, store.fact(*place(project, ref)))
              for ref, p in zip(cited, pages)}
     # the disagreements between two facts the page cites: a verdict that changes re-runs the pages,
     # one that stays the same (the value is cut off) re-runs none
@@ -247,14 +302,16 @@ async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> Con
     first = next((s for _, part in said for s in part.sentences), "")
     line = f"{entry.defined}" if entry.defined else f"\"{shortened(first, 160)}\""
     return ConceptPage(name=entry.name, line=line, statements=sum(len(p.sentences) for _, p in said),
-                       sources=len({r.split("/", 1)[0] for r in refs}))
+                       sources=len({place(project, r)[:2] for r in refs}))
 
 
-@rule(version=1, uses=(built, shortened), settings=("store",))
+@rule(version=2, uses=(built, shortened), settings=("store",))
 async def concept_index(ctx: KnowledgeContext, project: str) -> int:
     """kb/PROJECT/concepts/index.md, a line per concept with what it is, and how many concepts
     the project has."""
     store = ctx.settings.store
+    missing = (await ctx.query(concept_origins(project))).missing
+    await ctx.query_all([missing_origin(project, other) for other in missing], return_failures=True)
     names: dict[str, list[str]] = await ctx.query_part(project_concepts(project), NAMES.name) or {}
     slugs = list(names)
     got = await ctx.query_all([concept_page(project, c) for c in slugs], return_failures=True)

@@ -109,7 +109,7 @@ def test_an_edit_rebuilds_only_the_concept_pages_citing_what_changed_and_nothing
     (store / "runbook.md").write_text(RUNBOOK.replace("within 24 hours", "within 12 hours"))
     ran = executed(kbuild(store, "build", "--json"))
     # the edited fact's mentions, and its neighbour's (a fact's chunk holds the words before it)
-    assert {q.split(",")[1] for q in ran if q.startswith("fact_concepts(")} == {'"runbook"'}
+    assert {q.split(",")[2] for q in ran if q.startswith("fact_concepts(")} == {'"runbook"'}
     assert [q for q in ran if q.startswith("concept_page(")] == ['concept_page("auth","multi-factor-authentication-mfa")']
     page = (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
     assert "revoked within 12 hours" in page and "24 hours" not in page
@@ -195,3 +195,126 @@ def test_a_concept_page_shows_where_its_sources_disagree_both_sides_quoted(tmp_p
     disagree = page.split("## Where the sources disagree", 1)[1].split("\n## ", 1)[0]
     assert "within 90 days" in disagree and "within 30 days" in disagree, page
     assert "](../facts/policy/" in disagree and "](../facts/faq/" in disagree
+
+
+REFUNDS = """# Refund policy
+
+## Approvals
+
+A refund above 500 euros needs an approver signed in with MFA.
+
+## Consoles
+
+The billing console ends a session token after 5 minutes without a request.
+
+## Payouts
+
+Payouts are sent every Friday.
+"""
+
+
+def with_across(store: Path, yaml: str) -> None:
+    sources = store / "kb/auth/sources.yml"
+    sources.write_text(sources.read_text() + yaml)
+
+
+@pytest.fixture
+def two_projects(store: Path) -> Path:
+    """The auth store, and a billing project whose facts speak of auth's concepts."""
+    (store / "refunds.md").write_text(REFUNDS)
+    assert kbuild(store, "add", "billing", "refunds.md").exit_code == 0
+    assert kbuild(store).exit_code == 0
+    return store
+
+
+def test_a_concept_page_gathers_what_another_project_says_only_when_across_names_it_and_its_links_resolve(two_projects):
+    store = two_projects
+    page = store / "kb/auth/concepts/multi-factor-authentication-mfa.md"
+    assert "billing" not in page.read_text() and "approver" not in page.read_text()
+    with_across(store, "concepts:\n  across: [billing]\n")
+    result = kbuild(store)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert re.findall(r"^## (.+)$", text, re.M) == ["Access Standard", "Operations Runbook", "Staff Handbook",
+                                                     "billing / Refund policy"]
+    line = next(line for line in text.splitlines() if "approver" in line)
+    assert line.startswith("- A refund above 500 euros needs an approver signed in with MFA. ([")
+    assert re.search(r"\]\(\.\./\.\./billing/facts/refunds/[\w.-]+\.md\)\)$", line), line
+    assert "console" in (store / "kb/auth/concepts/session-token.md").read_text()
+    for concept in (store / "kb/auth/concepts").glob("*.md"):
+        assert all(target.is_file() for target in links_of(concept)), concept
+    # concepts are still the project's own: "Payouts", which only billing says, makes no page
+    assert not list((store / "kb/auth/concepts").glob("payout*"))
+    assert "(4 sources, 4 statements)" in (store / "kb/auth/concepts/index.md").read_text()
+    assert kbuild(store, "check").exit_code == 0
+
+
+def test_an_edit_in_another_project_rebuilds_only_the_concept_pages_citing_the_changed_fact(two_projects):
+    store = two_projects
+    with_across(store, "concepts:\n  across: [billing]\n")
+    assert kbuild(store).exit_code == 0
+    assert executed(kbuild(store, "build", "--json")) == []
+    (store / "refunds.md").write_text(REFUNDS.replace("above 500 euros", "above 900 euros"))
+    ran = executed(kbuild(store, "build", "--json"))
+    assert [q for q in ran if q.startswith("concept_page(")] == ['concept_page("auth","multi-factor-authentication-mfa")']
+    assert {q.split(",")[1] for q in ran if q.startswith("fact_concepts(")} == {'"billing"'}
+    page = (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
+    assert "above 900 euros" in page and "500" not in page
+    assert kbuild(store, "check").exit_code == 0
+
+
+def test_a_removed_across_entry_or_other_source_takes_its_statements_away(two_projects):
+    store = two_projects
+    sources = store / "kb/auth/sources.yml"
+    listed = sources.read_text()
+    with_across(store, "concepts:\n  across: [billing]\n")
+    assert kbuild(store).exit_code == 0
+    page = store / "kb/auth/concepts/multi-factor-authentication-mfa.md"
+    assert "approver" in page.read_text()
+    sources.write_text(listed)
+    assert kbuild(store).exit_code == 0
+    assert "approver" not in page.read_text() and "billing" not in page.read_text()
+    with_across(store, "concepts:\n  across: [billing]\n")
+    assert kbuild(store).exit_code == 0 and "approver" in page.read_text()
+    assert kbuild(store, "remove", "billing", "refunds").exit_code == 0
+    assert kbuild(store).exit_code == 0
+    assert "approver" not in page.read_text() and "billing" not in page.read_text()
+    assert kbuild(store, "check").exit_code == 0
+
+
+def test_a_project_across_names_that_is_gone_is_one_line_and_the_pages_build_without_it(two_projects):
+    store = two_projects
+    with_across(store, "concepts:\n  across: [billing]\n")
+    assert kbuild(store).exit_code == 0
+    import shutil
+    shutil.rmtree(store / "kb/billing")
+    result = kbuild(store)
+    assert result.exit_code == 1
+    failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert failed == ["failed: kb/auth/sources.yml: concepts: across names project 'billing', which has no "
+                      "kb/billing/sources.yml; take it out of `across` or add the project with `kbuild add billing PATH`"], \
+        result.output
+    assert "Traceback" not in result.output
+    page = (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
+    assert "approver" not in page and "Staff Handbook" in page
+    # the project made again: its statements come back, with no edit of auth's sources.yml
+    assert kbuild(store, "add", "billing", "refunds.md").exit_code == 0
+    assert kbuild(store).exit_code == 0
+    assert "approver" in (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
+
+
+@pytest.mark.parametrize("yaml, says", [
+    ("concepts:\n  across: [Billing Team]\n", "concepts: across: project id 'Billing Team' must be"),
+    ("concepts:\n  acros: [billing]\n", "concepts: acros: Extra inputs are not permitted"),
+    ("concepts: [billing]\n", "concepts: must be a mapping, such as `concepts: {across: [other-project]}`"),
+])
+def test_an_invalid_concepts_entry_is_one_line_and_the_rest_builds(store, yaml, says):
+    with_across(store, yaml)
+    (store / "runbook.md").write_text(RUNBOOK.replace("within 24 hours", "within 12 hours"))
+    result = kbuild(store)
+    assert result.exit_code == 1
+    failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert len(failed) == 1 and failed[0].startswith(f"failed: kb/auth/sources.yml: {says}"), result.output
+    assert "Traceback" not in result.output
+    page = (store / "kb/auth/concepts/multi-factor-authentication-mfa.md").read_text()
+    assert "Staff Handbook" in page and "revoked within 12 hours" in page  # the edit made with it is built

@@ -192,6 +192,20 @@ class AcceptedDisagreement(BaseModel):
         return {first, second} == set(self.facts)
 
 
+class ConceptSettings(BaseModel):
+    """What `concepts:` in sources.yml says of the project's concept pages: `across`, the other
+    projects whose facts they also quote where those speak of this project's concepts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    across: list[str] = []
+
+    @field_validator("across")
+    @classmethod
+    def _across(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(check_id("project", p) for p in value))
+
+
 class Project(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -201,6 +215,7 @@ class Project(BaseModel):
     views: list[Any] = []
     specs: list[Any] = []
     accepted_disagreements: list[Any] = []
+    concepts: Any = None  # a mapping, validated on its own (ConceptSettings): a wrong one fails only itself
 
 
 class Listing(BaseModel):
@@ -212,6 +227,7 @@ class Listing(BaseModel):
     views: list[ViewRequest] = []
     specs: list[SpecRequest] = []
     accepted: list[AcceptedDisagreement] = []
+    concepts: ConceptSettings = ConceptSettings()
     problems: list[str]
     # An entry that names a valid id but is otherwise wrong (`pth:` for `path:`): that source
     # fails with this line and keeps its pages; only an entry that is gone removes them.
@@ -302,8 +318,13 @@ def parse(data: bytes, where: str) -> Listing:
             specs.append(spec)
     accepted = _valid(AcceptedDisagreement, project.accepted_disagreements, f"{where}: accepted_disagreements",
                       problems)
+    concepts = ConceptSettings()
+    if isinstance(project.concepts, dict):
+        concepts = _valid_one(ConceptSettings, project.concepts, f"{where}: concepts", problems) or concepts
+    elif project.concepts is not None:
+        problems.append(f"{where}: concepts: must be a mapping, such as `concepts: {{across: [other-project]}}`")
     return Listing(kind=project.kind, title=project.title, sources=sources, views=views, specs=specs,
-                   accepted=accepted, problems=problems, broken=broken)
+                   accepted=accepted, concepts=concepts, problems=problems, broken=broken)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -312,13 +333,17 @@ M = TypeVar("M", bound=BaseModel)
 def _valid(model: type[M], entries: list[Any], label: str, problems: list[str]) -> list[M]:
     """The entries of one list of sources.yml that validate; each that does not is one problem
     ("LABEL #N: what is wrong") and is left out, never the list."""
-    found: list[M] = []
-    for n, entry in enumerate(entries, start=1):
-        try:
-            found.append(model.model_validate(dict(entry) if isinstance(entry, dict) else entry))
-        except ValidationError as exc:
-            problems.append(f"{label} #{n}: {one_line(exc)}")
-    return found
+    found = (_valid_one(model, entry, f"{label} #{n}", problems) for n, entry in enumerate(entries, start=1))
+    return [entry for entry in found if entry is not None]
+
+
+def _valid_one(model: type[M], entry: Any, label: str, problems: list[str]) -> M | None:
+    """One entry of sources.yml as `model`, or None and one problem ("LABEL: what is wrong")."""
+    try:
+        return model.model_validate(dict(entry) if isinstance(entry, dict) else entry)
+    except ValidationError as exc:
+        problems.append(f"{label}: {one_line(exc)}")
+        return None
 
 
 def _valid_id(value: str) -> bool:
