@@ -123,6 +123,26 @@ def _other(match: re.Match[str], first: int) -> str:
     return bare
 
 
+def _bare(match: re.Match[str], name: str) -> bool:
+    """"X, known as Y" with nothing but a comma between: Y may name the clause that ends in X
+    ("attacks between hosts of the same domain, known as cross-subdomain cookies"), not X."""
+    rest = match.group(0)[match.group(0).index(name) + len(name):] if name in match.group(0) else ""
+    return bool(re.match(r", (?:known as|called|referred to as) ", rest))
+
+
+def _differ_in_number(name: str, other: str) -> bool:
+    """One name plural and the other not ("domain", "cookies"); an acronym or a name that is not
+    all letters says nothing of it."""
+    def plural(words: str) -> bool | None:
+        last = words.split()[-1]
+        if last.isupper() or not last.replace("-", "").isalpha():
+            return None
+        return last.lower().endswith("s") and not last.lower().endswith(("ss", "us", "is"))
+
+    first, second = plural(name), plural(other)
+    return first is not None and second is not None and first != second
+
+
 def sentence_definitions(sentence: str) -> list[Definition]:
     """The terms one sentence defines."""
     found: list[Definition] = []
@@ -138,7 +158,8 @@ def sentence_definitions(sentence: str) -> list[Definition]:
         for match in pattern.finditer(sentence):
             name, other = _name(match.group(1)), _other(match, 2)
             # "what developers have defined, also known as ...": a verb, not a name
-            if name and other and name.lower() != other.lower() and not name.endswith("ed"):
+            if name and other and name.lower() != other.lower() and not name.endswith("ed") \
+                    and not (_bare(match, name) and _differ_in_number(name, other)):
                 found.append(Definition(other, name, "alias", sentence))
     meaning = MEANING.match(sentence)
     if meaning and meaning.group(1).split()[0].lower() not in NOT_A_NAME | STOPWORDS:
