@@ -51,7 +51,7 @@ def answer(request: dict) -> dict | str:
         return {"summary": first} if name == "SourceSummary" else {"abstract": first}
     if name == "Grounding":
         return {"unsupported": []}
-    if name == "Section":
+    if name in ("Section", "Synthesis"):
         first = re.search(r"\[1\] (.+?[.!?])(\s|$)", blocks[0] if blocks else "")
         return {"statements": [{"text": first.group(1), "cites": [1]}] if first else []}
     if name == "Spec":
