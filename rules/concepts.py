@@ -14,10 +14,12 @@ of at least SHARED_SOURCES sources share (kbuild.text.concepts), the names of on
   names (`concept_origins`), whose facts are read for this project's concepts, never picked
   concepts from;
 - `concept_citations`: which facts mention each concept, a part each;
-- `concept_page`: one page, reading its entry, its facts' lists and those facts' sentences
-  about it alone. An edit rebuilds the pages citing a fact it changed, in this project or
-  another; a removed source's (or across entry's) facts are cited by no part any more, and
-  their statements leave the pages.
+- `concept_synthesis`: what those sentences say together, in a model's words (offline: nothing),
+  each sentence citing its facts and checked against them as a view on request is;
+- `concept_page`: one page, reading its entry, its facts' lists, those facts' sentences about
+  it, that their pages built (`fact_built`) and its synthesis alone. An edit rebuilds the pages
+  whose sentences it changed, in this project or another; a removed source's (or across
+  entry's) facts are cited by no part any more, and their statements leave the pages.
 
 Disagreements are looked for within the project only: a statement of another project is quoted,
 never compared.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kbuild.checks import grounding
 from kbuild.engine import Problem, QueryFailed, rule
 from kbuild.retrieval.expansion import Glossary, GlossaryTerm
 from kbuild.store.layout import link
@@ -39,16 +42,18 @@ from kbuild.text.secrets import redact
 from kbuild.text.slugs import slug as slug_of, unique
 
 from .contradictions import Contradictions, disagreement_lines, project_disagreements
-from .facts import chunk, chunks, fact
+from .facts import chunk, chunks, fact_built
 from .failures import built
 from .glossary import KINDS, project_glossary
+from .guard import PLAIN_TEXT, plain_text, statement_failures, unsupported_claims
 from .pages import write_page
 from .sources import listing, project_outline
-from .settings import KnowledgeContext
-from .values import NAMES, Part, Value
+from .settings import KnowledgeContext, model_rule
+from .values import NAMES, Part, Statement, Value
 
 SHARED_SOURCES = 2  # a phrase not in the glossary is a concept when facts of this many sources say it
 SHARED_FACTS = 3  # ... and this many facts: two mentions in passing make no concept
+SYNTHESIS_FACTS = 24  # the facts a synthesis is written from, taken in turns across their sources
 
 
 class FactPhrases(Value):
@@ -82,6 +87,14 @@ class ConceptOrigins(Value):
 
     projects: list[str]
     missing: list[str] = []
+
+
+class Synthesis(Value):
+    """What the sources together say of a concept, in a model's words (`by` names who wrote
+    them), each sentence citing the facts it draws on; none offline."""
+
+    statements: list[Statement]
+    by: str = ""
 
 
 class ConceptPage(Value):
@@ -230,14 +243,15 @@ async def concept_citations(ctx: KnowledgeContext, project: str) -> dict[str, An
 
 
 def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]], links: dict[str, str | None],
-              disagreements: list[str] | None = None) -> str:
+              disagreements: list[str] | None = None, synthesis: Synthesis | None = None) -> str:
     """A concept's page: its name, the sentence that defines it (with its fact), then what each
     source says of it, a section per source in the order `said` has them (the defining one
     first; another project's sources last, named with it), each sentence once with every fact of
     the source that says it; `links` gives each fact's link, None for a fact whose page did not
     build; `disagreements`, the lines of the disagreements between its facts
     (rules/contradictions.py), each side quoted and cited, go before what each source says,
-    never resolved by dropping one."""
+    never resolved by dropping one; `synthesis`, what they say together,
+    goes first, "In short", each sentence with its facts' links."""
     def cited(ref: str) -> str:
         target = links[ref]
         name = ref.rsplit("/", 1)[1]
@@ -249,6 +263,9 @@ def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]],
     others = [n for n in entry.names if n not in entry.name]
     if others:
         head.append("Also written: " + ", ".join(others) + ".\n")
+    if synthesis and synthesis.statements:
+        head += ["## In short\n", f"_{synthesis.by[:1].upper()}{synthesis.by[1:]}; each sentence cites the facts it draws on._\n",
+                 *(f"- {st.text} " + " ".join(cited(r) for r in st.cites) for st in synthesis.statements), ""]
     head.append("_What each source says about it, in its own sentences, each linked to the fact it comes from._\n")
     sections: dict[tuple[str, str], tuple[str, dict[str, list[str]]]] = {}  # (project, source) -> (title, sentence -> facts)
     for ref, part in said:
@@ -276,29 +293,87 @@ def defining_first(refs: list[str], defined_in: str | None) -> list[str]:
     return [defined_in, *same, *(r for r in refs if r != defined_in and r not in same)]
 
 
-@rule(version=3, uses=(page_text, defining_first, place, disagreement_lines), settings=("store",), returns=ConceptPage)
-async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> ConceptPage:
-    """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
-    mention it, which are all it reads."""
-    store = ctx.settings.store
+async def said_of(ctx: KnowledgeContext, project: str, concept: str) -> tuple[ConceptEntry, list[tuple[str, SaidOf]]]:
+    """A concept's entry and what each fact that mentions it says of it, the defining fact first:
+    all that its page and its synthesis read of the facts, so an edit elsewhere in a fact asks
+    neither again."""
     found = await ctx.query_part(project_concepts(project), Part("concept", concept).name)
     if found is None:
         raise Problem(f"{project} has no concept {concept!r} any more")
     entry = ConceptEntry.model_validate(found)
     refs = defining_first(await ctx.query_part(concept_citations(project), Part("concept", concept).name) or [], entry.defined_in)
-    said = [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *place(project, ref)), Part("concept", concept).name)))
-            for ref in refs]
+    return entry, [(ref, SaidOf.model_validate(await ctx.query_part(fact_concepts(project, *place(project, ref)), Part("concept", concept).name)))
+                   for ref in refs]
+
+
+def in_turns(said: list[tuple[str, SaidOf]], limit: int) -> list[tuple[str, SaidOf]]:
+    """At most `limit` of the facts, taken in turns across their sources and kept in page order:
+    a source that speaks of the concept at length does not crowd the others out."""
+    queues: dict[str, list[str]] = {}  # "source" or "other/source" -> its facts
+    for ref, _ in said:
+        queues.setdefault(ref.rsplit("/", 1)[0], []).append(ref)
+    taken: set[str] = set()
+    while len(taken) < min(limit, len(said)):
+        for queue in queues.values():
+            if queue and len(taken) < limit:
+                taken.add(queue.pop(0))
+    return [(ref, part) for ref, part in said if ref in taken]
+
+
+@model_rule("concept", "grounding", version=1, params={"facts": SYNTHESIS_FACTS},
+            uses=(said_of, defining_first, place, in_turns, statement_failures, unsupported_claims, *PLAIN_TEXT, grounding, secrets),
+            returns=Synthesis)
+async def concept_synthesis(ctx: KnowledgeContext, project: str, concept: str) -> Synthesis:
+    """What the sentences of a concept's page say together, in one to three sentences a model
+    writes, each citing the facts it draws on; it reads what the page reads of them, so an edit
+    that leaves them as they were asks nothing. Each sentence is checked as a view's statement
+    is (its facts must be the page's and say its numbers, keywords, code names and quoted
+    terms; what code cannot clear, the model is asked); one that fails fails this query alone."""
+    entry, said = await said_of(ctx, project, concept)
+    if len(said) < 2:  # one fact's sentences together say what they say alone
+        return Synthesis(statements=[])
+    facts = [{"ref": ref, "title": part.title if place(project, ref)[0] == project else f"{place(project, ref)[0]} / {part.title}",
+              "sentences": part.sentences} for ref, part in in_turns(said, SYNTHESIS_FACTS)]
+    evidence = {f["ref"]: " ".join([f"{f['title']}.", *f["sentences"]]) for f in facts}  # the model was shown the title
+
+    def grounded(written: list[dict[str, Any]]) -> list[str]:
+        return statement_failures(written, evidence, "this concept's page")
+
+    written = await ctx.settings.backend.write_synthesis(ctx, entry.name, facts, grounded)
+    statements = [{**st, "text": redact(plain_text(st["text"]))} for st in written]
+    where = f"{project}/concepts/{concept}, its synthesis (the page is written without it)"
+    failures = grounded(statements)
+    if failures:
+        raise Problem(f"{where}: {'; '.join(failures)}")
+    claims = await unsupported_claims(ctx, [(st["text"], [evidence[r] for r in st["cites"]]) for st in statements], entry.name)
+    if claims:
+        raise Problem(f"{where}: {'; '.join(claims[:5])}")
+    return Synthesis(statements=[Statement(text=st["text"], cites=list(st["cites"])) for st in statements],
+                     by=ctx.settings.backend.label if statements else "")
+
+
+@rule(version=4, uses=(said_of, page_text, defining_first, place, disagreement_lines), settings=("store",), returns=ConceptPage)
+async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> ConceptPage:
+    """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
+    mention it, which are all it reads."""
+    store = ctx.settings.store
+    entry, said = await said_of(ctx, project, concept)
+    refs = [ref for ref, _ in said]
     cited = list(dict.fromkeys([*refs, *([entry.defined_in] if entry.defined_in else [])]))
     # a fact page that failed is named, not linked: the page never links to what is not there
-    pages = await ctx.query_all([fact(*place(project, ref)) for ref in cited], return_failures=True)
+    built_pages = await ctx.query_all([fact_built(*place(project, ref)) for ref in cited], return_failures=True)
     path = store.concept(project, concept)
     links = {ref: None if isinstance(p, QueryFailed) else link(path, store.fact(*place(project, ref)))
-             for ref, p in zip(cited, pages)}
+             for ref, p in zip(cited, built_pages)}
     # the disagreements between two facts the page cites: a verdict that changes re-runs the pages,
     # one that stays the same (the value is cut off) re-runs none
     found = await ctx.query(project_disagreements(project))
     between = Contradictions(pairs=[p for p in found.pairs if {p.first.fact, p.second.fact} <= set(refs)])
-    write_page(ctx, path, page_text(project, entry, said, links, disagreement_lines(between, path, store, project)))
+    # a synthesis that failed its checks is left out: the sources' own sentences stand without it,
+    # and the failure is the build's (its line, its exit code), not the page's
+    (synthesis,) = await ctx.query_all([concept_synthesis(project, concept)], return_failures=True)
+    write_page(ctx, path, page_text(project, entry, said, links, disagreement_lines(between, path, store, project),
+                                    None if isinstance(synthesis, QueryFailed) else synthesis))
     first = next((s for _, part in said for s in part.sentences), "")
     line = f"{entry.defined}" if entry.defined else f"\"{shortened(first, 160)}\""
     return ConceptPage(name=entry.name, line=line, statements=sum(len(p.sentences) for _, p in said),

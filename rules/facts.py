@@ -412,3 +412,12 @@ async def fact(ctx: KnowledgeContext, project: str, source: str, slug: str) -> P
     framing = " ".join([c.title, *c.headings])
     await write_grounded(ctx, path, page, [(rewritten, [c.text, *c.figures.values()])], framing, code=doc.code)
     return Page(path=path, hash=hash_bytes(page.encode()))
+
+
+@rule(version=1)
+async def fact_built(ctx: KnowledgeContext, project: str, source: str, slug: str) -> bool:
+    """That a fact's page was built, for a page that only links to it: the value stays the same
+    when the fact is edited (and is cut off), so such a page runs again only when what it quotes
+    of the fact changed, or the fact's page failed or came back."""
+    await ctx.query(fact(project, source, slug))
+    return True

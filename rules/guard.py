@@ -13,8 +13,9 @@ import os
 import re
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
-from kbuild.checks.grounding import Doubt, triage
+from kbuild.checks.grounding import Doubt, triage, unsupported
 from kbuild.text.injection import find_injections
 from kbuild.checks.links import link_targets
 from kbuild.convert.markdown import clean_markdown
@@ -93,6 +94,24 @@ def foreign_names(text: str, sources: str) -> list[str]:
                  if TAG_LIKE.search(code) and " ".join(code.split()) not in flat]
     held = set(find_injections(sources))
     failures += [f"holds {what}, which its sources do not" for what in find_injections(text) if what not in held]
+    return failures
+
+
+def statement_failures(written: list[dict[str, Any]], said: dict[str, str], scope: str) -> list[str]:
+    """The code checks of statements citing facts ({"text", "cites"}; `said`: what each fact
+    they may cite says, `scope` names those facts), on the statements made plain (a link or
+    markup a model copied costs nothing but its marks): each statement cites a fact of `scope`,
+    and says no number, requirement keyword, code name or quoted term its cited sentences lack."""
+    failures = []
+    for st in [{**st, "text": plain_text(st["text"])} for st in written]:
+        if not st["cites"] or not set(st["cites"]) <= set(said):
+            failures.append(f"\"{st['text'][:60]}\" cites no fact of {scope}")
+            continue
+        missing = unsupported(st["text"], [said[r] for r in st["cites"]])
+        if missing:
+            failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
+        failures += [f"\"{st['text'][:60]}\" {problem}"
+                     for problem in plain_text_failures(st["text"], " ".join(said[r] for r in st["cites"]))]
     return failures
 
 

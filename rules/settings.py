@@ -47,6 +47,7 @@ class KnowledgeSettings:
     view = Task("view")
     spec = Task("spec")
     disagreement = Task("disagreement")
+    concept = Task("concept")
 
     @property
     def label(self) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbuild.checks.grounding import unsupported
 from kbuild.text.secrets import redact
 from kbuild.engine import Problem, QueryFailed, hash_bytes, rule
 from kbuild.text.prose import is_statement, prose_sentences
@@ -27,7 +26,7 @@ from .contradictions import disagreement_lines, project_disagreements
 from .cutoffs import same_section
 from .glossary import project_glossary
 from .facts import SECRET_KINDS, VIEW_PURPOSE, chunk, fact, reading
-from .guard import PLAIN_TEXT, plain_text, plain_text_failures, unsupported_claims
+from .guard import PLAIN_TEXT, plain_text, statement_failures, unsupported_claims
 from .pages import write_page
 from .settings import KnowledgeContext, model_rule
 from .sources import listing
@@ -72,7 +71,7 @@ async def view_request(ctx: KnowledgeContext, project: str, view: str) -> ViewRe
 
 
 @model_rule("view", "grounding", version=4, params={"statements": SECTION_STATEMENTS},
-            uses=(assemble_section, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
+            uses=(assemble_section, statement_failures, unsupported_claims, *PLAIN_TEXT, group_of, heading_of, prose_sentences,
                   grounding, prose, secrets, SECRET_KINDS),
             cutoff=same_section, returns=Section)
 async def view_section(ctx: KnowledgeContext, project: str, view: str, origin: str, source: str, group: int) -> Section:
@@ -106,20 +105,7 @@ async def view_section(ctx: KnowledgeContext, project: str, view: str, origin: s
     said = {ref: " ".join(sentences) for ref, sentences in by_fact.items()}
 
     def grounded(written: list[dict[str, Any]]) -> list[str]:
-        """The code checks, on the statements made plain (a link or markup a model copied costs
-        nothing but its marks): each statement cites a fact of this section, and says no number,
-        requirement keyword, code name or quoted term that its cited sentences do not."""
-        failures = []
-        for st in [{**st, "text": plain_text(st["text"])} for st in written]:
-            if not st["cites"] or not set(st["cites"]) <= set(said):
-                failures.append(f"\"{st['text'][:60]}\" cites no fact of this section")
-                continue
-            missing = unsupported(st["text"], [said[r] for r in st["cites"]])
-            if missing:
-                failures.append(f"\"{st['text'][:60]}\" says {', '.join(missing)}, which its facts do not")
-            failures += [f"\"{st['text'][:60]}\" {problem}"
-                         for problem in plain_text_failures(st["text"], " ".join(said[r] for r in st["cites"]))]
-        return failures
+        return statement_failures(written, said, "this section")
 
     written = await ctx.settings.backend.write_section(ctx, "requested", request.about, title, facts, grounded)
     statements = [{**st, "text": redact(plain_text(st["text"]))} for st in written]

@@ -51,8 +51,9 @@ def answer(request: dict) -> dict | str:
         return {"summary": first} if name == "SourceSummary" else {"abstract": first}
     if name == "Grounding":
         return {"unsupported": []}
-    if name == "Section":
-        first = re.search(r"\[1\] (.+?[.!?])(\s|$)", blocks[0] if blocks else "")
+    if name in ("Section", "Synthesis"):
+        # fact 1's first sentence that fits a statement's bound (a synthesis shows each fact's source first)
+        first = re.search(r"\[1\] (?:\([^)\n]*\) )?(.{1,300}?[.!?])(\s|$)", blocks[0] if blocks else "")
         return {"statements": [{"text": first.group(1), "cites": [1]}] if first else []}
     if name == "Spec":
         return {"requirements": []}

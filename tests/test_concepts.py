@@ -116,6 +116,16 @@ def test_an_edit_rebuilds_only_the_concept_pages_citing_what_changed_and_nothing
     assert kbuild(store, "check").exit_code == 0
 
 
+def test_an_edit_of_a_cited_fact_that_leaves_its_sentences_about_a_concept_rebuilds_no_concept_page(store):
+    page = store / "kb/auth/concepts/multi-factor-authentication-mfa.md"
+    before = page.read_text()
+    (store / "standard.md").write_text(STANDARD.replace("The server keeps the shared secret.", "The server stores the shared secret."))
+    ran = executed(kbuild(store, "build", "--json"))
+    assert any(q.startswith('fact("auth","standard",') for q in ran)  # the fact that cites MFA was rebuilt ...
+    assert not [q for q in ran if q.startswith("concept_page(")]  # ... and no page quotes the sentence it changed
+    assert page.read_text() == before
+
+
 def test_a_removed_source_takes_its_statements_away(store):
     sources = store / "kb/auth/sources.yml"
     listed = sources.read_text()

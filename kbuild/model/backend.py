@@ -36,6 +36,14 @@ class Backend(Protocol):
         finding stand."""
         return True
 
+    async def write_synthesis(self, ctx: Any, concept: str, facts: list[dict[str, Any]],
+                              check: Any) -> list[dict[str, Any]]:
+        """One to three sentences on what `facts` ({"ref", "title", "sentences"}: each fact's
+        source title and its sentences about `concept`) say of it together, each {"text", "cites"}
+        citing the refs it draws on; `check` gives a reply's failures. A backend that writes by
+        code writes none: the concept's page quotes each of those sentences already."""
+        return []
+
     # -- what every backend answers -------------------------------------------------------------
 
     def params(self, task: str) -> dict[str, object]: ...

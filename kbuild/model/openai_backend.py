@@ -45,11 +45,12 @@ BATCH_PRICE = 0.5  # OpenAI's batch service charges half the online price
 
 TEMPLATES = {"reading": "read.md", "source summary": "source-summary.md", "abstract": "abstract.md",
              "figure": "figure.md", "view": "view.md", "spec": "spec.md", "grounding": "ground.md",
-             "disagreement": "disagree.md"}
+             "disagreement": "disagree.md", "concept": "concept.md"}
 EXAMPLES = {"reading": "read.example.json"}  # a worked example, sent as an earlier turn
 SUMMARY_CHARS = 600  # a summary is one or two sentences
 QUOTE_CHARS = 300  # a sentence picked for a view, quoted
 STATEMENT_CHARS = 400
+SYNTHESIS_SENTENCES = 3  # a concept page's opening: what its sources say together, not each again
 REASONING_CHARS = 400  # the judge's reasoning before its verdict on a disagreement: a sentence or two
 
 
@@ -72,6 +73,10 @@ class Statement(BaseModel):
 
 class Section(BaseModel):
     statements: Annotated[list[Statement], Field(max_length=12)]
+
+
+class Synthesis(BaseModel):
+    statements: Annotated[list[Statement], Field(max_length=SYNTHESIS_SENTENCES)]
 
 
 class Requirement(BaseModel):
@@ -233,14 +238,22 @@ class OpenAIBackend(Backend):
             return []
         numbered = "\n\n".join(f"[{n}] " + " ".join(f["sentences"]) for n, f in enumerate(facts, start=1))
         refs = {n: f["ref"] for n, f in enumerate(facts, start=1)}
-
-        def statements(reply: Section) -> list[dict[str, Any]]:
-            return [{"text": st.text, "cites": [refs[c] for c in st.cites if c in refs]} for st in reply.statements]
-
-        reply = await self.ask(ctx, "view", Section, check=lambda r: check(statements(r)),
+        reply = await self.ask(ctx, "view", Section, check=lambda r: check(cited(r, refs)),
                                max_tokens=150 * min(len(facts), 12) + 100,
                                kind=kind, about=about, title=title, facts=untrusted(numbered))
-        return statements(reply)
+        return cited(reply, refs)
+
+    async def write_synthesis(self, ctx: Any, concept: str, facts: list[dict[str, Any]],
+                              check: Callable[[list[dict[str, Any]]], list[str]]) -> list[dict[str, Any]]:
+        """What the sources together say of a concept, in at most SYNTHESIS_SENTENCES sentences;
+        the model cites facts by number, each shown with its source's title."""
+        if not facts:
+            return []
+        numbered = "\n".join(f"[{n}] ({f['title']}) " + " ".join(f["sentences"]) for n, f in enumerate(facts, start=1))
+        refs = {n: f["ref"] for n, f in enumerate(facts, start=1)}
+        reply = await self.ask(ctx, "concept", Synthesis, check=lambda r: check(cited(r, refs)),
+                               max_tokens=150 * SYNTHESIS_SENTENCES + 100, concept=concept, facts=untrusted(numbered))
+        return cited(reply, refs)
 
     async def write_spec(self, ctx: Any, name: str, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not statements:
@@ -485,6 +498,12 @@ class _Call:
 class _Invalid(Exception):
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+
+def cited(reply: Section | Synthesis, refs: dict[int, str]) -> list[dict[str, Any]]:
+    """A reply's statements with the facts they cite by number named by their refs (a number
+    that names no fact is dropped: a statement left citing none is refused by its check)."""
+    return [{"text": st.text, "cites": [refs[c] for c in st.cites if c in refs]} for st in reply.statements]
 
 
 def _short(error: ValidationError) -> str:

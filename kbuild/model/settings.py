@@ -23,7 +23,7 @@ class ModelSettings(BaseModel):
     # when a key, a server or a model is named, else "offline"
     backend: str | None = None
     model: str | None = None  # one model for every task
-    models: dict[str, str] = {}  # a model per task: "reading", "source summary", "abstract", "figure", "view", "spec", "grounding", "disagreement"
+    models: dict[str, str] = {}  # a model per task: "reading", "source summary", "abstract", "figure", "view", "spec", "grounding", "disagreement", "concept"
     base_url: str | None = None
     api_key: str | None = None
     temperature: float = 0.0
