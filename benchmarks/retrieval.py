@@ -10,7 +10,9 @@ project of its own, with the offline backend and, when `kbuild[semantic]` is ins
 static model2vec model; then prints one table: `kbuild eval` ranked by words only, by words and
 meaning fused, and the baseline, BM25 (bm25s, kbuild's stemmed words) over the sources' raw
 paragraphs (blank-line separated), the best paragraphs kept while they fit the same budget,
-counted by the same token estimate. Runs the kbuild of the Python that runs it.
+counted by the same token estimate; and, for a set whose questions say their `wording`, words
+only on each wording apart (the source's words, a reader's). Runs the kbuild of the Python that
+runs it.
 
 Sections of ~120 words drawn from a Zipf vocabulary of 30,000 words (a real store's shape: a
 few words everywhere, most rare); queries of 8 words. Reports, for kbuild's hand-written
@@ -221,6 +223,25 @@ def paragraph_baseline(questions: Path, sources: dict[str, Path]) -> list[float]
     return recalls
 
 
+def _count(questions: Path) -> int:
+    return len(json.loads(questions.read_text())["questions"])
+
+
+def _by_wording(questions: Path, folder: Path) -> dict[str, Path]:
+    """The set's questions split by their `wording` (the source's words, or a reader's), each
+    part a questions file in `folder`; none for a set that does not label its wording."""
+    data = json.loads(questions.read_text())
+    parts: dict[str, list[dict]] = {}
+    for q in data["questions"]:
+        if "wording" in q:
+            parts.setdefault(q["wording"], []).append(q)
+    files = {}
+    for wording, asked in parts.items():
+        files[wording] = folder / f"questions-{wording}.json"
+        files[wording].write_text(json.dumps({**data, "questions": asked}))
+    return files if len(files) > 1 else {}
+
+
 def golden() -> None:
     semantic = importlib.util.find_spec("model2vec") is not None and importlib.util.find_spec("static_model") is not None
     print("| set | method | " + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
@@ -241,8 +262,10 @@ def golden() -> None:
             rows["`kbuild context`, words only"] = _recalls(root, questions, "--lexical")
             if semantic:
                 rows["`kbuild context`, words and meaning fused (model2vec)"] = _recalls(root, questions)
+            for wording, part in _by_wording(questions, root).items():
+                rows[f"`kbuild context`, words only, {wording} wording ({_count(part)})"] = _recalls(root, part, "--lexical")
         rows["BM25 over the raw paragraphs"] = paragraph_baseline(questions, sources)
-        count = len(json.loads(questions.read_text())["questions"])
+        count = _count(questions)
         for method, recalls in rows.items():
             print(f"| {name} ({count}) | {method} | " + " | ".join(f"{r:.2f}" for r in recalls) + " |")
     if not semantic:
