@@ -160,6 +160,9 @@ def test_a_sentence_offers_its_acronyms_and_noun_runs_not_keywords_or_clauses():
     found = set(phrases("Every administrator MUST sign in with Multi-Factor Authentication (MFA) within 15 minutes."))
     assert {"mfa", "multifactorauthentication"} <= found
     assert "must" not in found and not any("within" in k or "15" in k for k in found)
+    # a preposition, a quantifier or a light verb names nothing: "across multiple", "gain access"
+    found = set(phrases("Attackers gain access to secrets stored across multiple browser tabs somewhere else."))
+    assert found == {"browsertab"}
 
 
 def test_a_concept_is_found_by_any_of_its_names_and_an_acronym_only_in_capitals():

@@ -28,7 +28,10 @@ FILLER = STOPWORDS | frozenset(
     also always never often usually e.g i.e etc like unlike see whether either neither yet
     non based following follows same different another other others able unless additional certain
     various potential possible specific include includes including need needs make makes provide
-    provides allow allows given even though although""".split())
+    provides allow allows given even though although
+    across among amongst around along beyond behind beside besides despite inside outside throughout
+    toward towards onto whereas multiple few fewer any anything something somewhere anywhere
+    everywhere elsewhere else instead rather take takes get gets gain gains give gives""".split())
 LONGEST = 3  # words in a phrase: "session token lifetime", not a clause
 
 
