@@ -8,6 +8,7 @@ import pytest
 
 from conftest import kbuild
 from kbuild.engine.buildlock import BuildLock
+from kbuild.store.sources import parse
 
 KBUILDFILE = '''
 from kbuild.engine import rule
@@ -355,13 +356,32 @@ def test_add_lists_several_paths_or_a_folder_and_goes_on_past_one_that_fails(tmp
     (tmp_path / "docs/sub/a.md").write_text("# A again\n")  # the same id as docs/a.md
     (tmp_path / "docs/.drafts/c.md").write_text("# draft\n")
     (tmp_path / "docs/old.odt").write_bytes(b"PK")  # a format kbuild refuses: not listed
+    (tmp_path / "docs/bad.md").symlink_to(tmp_path / "missing.md")  # not a file: one line
     (tmp_path / "x.md").write_text("# X\n")
-    result = kbuild(tmp_path, "add", "p", "docs", "x.md")
-    assert result.exit_code == 2 and "docs/sub/a.md" in result.output and "1 of 4" in result.output, result.output
-    listed = (tmp_path / "kb/p/sources.yml").read_text()
-    assert all(f"path: {p}" in listed for p in ("docs/a.md", "docs/sub/b.txt", "x.md"))
-    assert ".drafts" not in listed and "old.odt" not in listed
+    result = kbuild(tmp_path, "add", "p", "docs", "x.md", "docs/bad.md")
+    assert result.exit_code == 2 and "docs/bad.md" in result.output and "1 of 5" in result.output, result.output
+    listed = parse((tmp_path / "kb/p/sources.yml").read_bytes(), "x").sources
+    assert {s.path: s.id for s in listed} == {"docs/a.md": "a", "docs/sub/a.md": "sub-a", "docs/sub/b.txt": "b",
+                                             "x.md": "x"}
     assert kbuild(tmp_path, "add", "p", "docs/a.md", "x.md", "--id", "one").exit_code == 2
+
+
+def test_add_gives_a_document_whose_name_is_taken_a_free_id_and_lists_nothing_twice(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/report.md").write_text("# Report\n\nAlpha.\n")
+    (tmp_path / "docs/report.txt").write_text("Beta.\n")  # a folder of documents, two named alike
+    result = kbuild(tmp_path, "add", "p", "docs")
+    assert result.exit_code == 0 and "added report-txt" in result.output, result.output
+    again = kbuild(tmp_path, "add", "p", "docs")  # a folder added again: what is listed stays once
+    assert again.exit_code == 0 and again.output.count("already listed") == 2, again.output
+    assert [s.id for s in parse((tmp_path / "kb/p/sources.yml").read_bytes(), "x").sources] == ["report", "report-txt"]
+    named = kbuild(tmp_path, "add", "p", "docs/report.md", "--id", "report-txt")
+    assert named.exit_code == 0 and "already listed" in named.output  # the same file, whatever its name
+    (tmp_path / "other.md").write_text("# Other\n")
+    taken = kbuild(tmp_path, "add", "p", "other.md", "--id", "report")  # a name given is never changed
+    assert taken.exit_code == 2 and "already lists source 'report'" in taken.output
+    assert kbuild(tmp_path).exit_code == 0
 
 
 def test_the_offline_notice_is_said_once_per_store(tmp_path):

@@ -29,7 +29,9 @@ def add(session: Session, project: str, paths_or_urls: tuple[str, ...], source_i
 
     Give several paths, or a folder (each document in it, hidden files aside), to list them all
     at once. A file outside the project is copied into sources/ first, so the project holds it.
-    A path that cannot be listed gets one line and the others are listed (exit 2).
+    A path that cannot be listed gets one line and the others are listed (exit 2). A document
+    whose name another source has gets a free id ("report-txt" beside "report"); one listed
+    already stays as it is.
 
     Example: kbuild add payments docs/requirements.pdf --id requirements   (or: kbuild add payments docs/)
     """
@@ -81,19 +83,23 @@ def _documents(directory: Path, arg: str, root: Path) -> list[str]:
 def _add_one(session: Session, root: Path, sources_file: str, path_or_url: str, source_id: str | None) -> None:
     from pydantic import ValidationError
 
-    from ..store.sources import SourcesError, one_line, source_for
+    from ..store.sources import AlreadyListed, SourcesError, one_line, source_for
     from ..store.sources import add as add_entry
 
     try:
-        source = source_for(path_or_url, session.directory, root, source_id)
-        add_entry(root / sources_file, source)
+        wanted = source_for(path_or_url, session.directory, root, source_id)
+        source = add_entry(root / sources_file, wanted, named=source_id is not None)
+    except AlreadyListed as exc:  # as `git add` of a file added already: nothing to do
+        click.echo(f"kbuild: {without_userinfo(str(exc))}; nothing to do")
+        return
     except ValidationError as exc:
         raise KbuildError(one_line(exc), WRONG) from None
     except (BadId, SourcesError) as exc:
         raise KbuildError(without_userinfo(str(exc)), WRONG) from None
     if source.path is not None and not (session.directory / path_or_url).resolve().is_relative_to(root):
         click.echo(f"copied {path_or_url} to {source.path}, inside the project (commit it with the store)")
-    click.echo(f"added {source.id} to {sources_file}; run `kbuild` to build it")
+    taken = f" ({wanted.id!r} is another source's; `kbuild add --id` names it yourself)" if source.id != wanted.id else ""
+    click.echo(f"added {source.id} to {sources_file}{taken}; run `kbuild` to build it")
 
 
 @click.command()

@@ -32,7 +32,7 @@ from ..text.secrets import without_userinfo
 from ..convert import limits
 from ..engine.files import atomic_write
 from ..text.slugs import slug
-from .layout import check_id
+from .layout import BadId, check_id
 from .writelock import editing
 
 URL_SCHEMES = ("http", "https", "file")
@@ -475,14 +475,49 @@ def remove(file: Path, section: str, key: str, value: str) -> None:
         atomic_write(file, _dump(yaml, doc).encode())
 
 
-def add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
+class AlreadyListed(SourcesError):
+    """The path or url `kbuild add` was given is listed already (under `id`): nothing to do."""
+
+    def __init__(self, file: Path, origin: str, id: str) -> None:
+        super().__init__(f"{origin} is already listed in {file} as source {id!r}")
+        self.id = id
+
+
+def add(file: Path, source: Source | ViewRequest | SpecRequest, named: bool = True) -> Source | ViewRequest | SpecRequest:
     """Append a source, view or spec request to sources.yml (creating it), keeping a person's
-    comments and order."""
+    comments and order; what was listed. A source not `named` (its id made from its file name)
+    whose id is taken gets a free one (`_free_id`); a name given that is taken is refused."""
     with editing(file.parent):  # read under the lock: another command's entry is not dropped
-        _add(file, source)
+        return _add(file, source, named)
 
 
-def _add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
+def _free_id(source: Source, taken: dict[str, str]) -> str:
+    """The id of a source whose file name's id another source has (`taken`: each id listed and
+    its path or url): by its extension where the other's differs, else by its folder, else a
+    number ("test.xlsx" beside "test.pdf" is "test-xlsx", "sub/a.md" beside "a.md" is "sub-a"),
+    so that a folder of documents is listed whole."""
+    def ext(origin: str) -> str:
+        name = origin.rstrip("/").rsplit("/", 1)[-1]
+        return slug(name.rpartition(".")[2]) if "." in name else ""
+
+    origin = source.path or source.url or ""
+    folders = origin.rstrip("/").split("/")[:-1]
+    by_ext = f"{source.id}-{ext(origin)}" if ext(origin) else ""
+    by_folder = f"{slug(folders[-1])}-{source.id}" if folders and slug(folders[-1]) else ""
+    tries = [by_ext, by_folder] if ext(origin) != ext(taken[source.id]) else [by_folder, by_ext]
+    tries += [f"{source.id}-{n}" for n in range(2, len(taken) + 3)]
+    return next(t for t in tries if t and t not in taken and not _bad_id(t))
+
+
+def _bad_id(value: str) -> bool:
+    try:
+        check_id("source", value)
+    except BadId:
+        return True
+    return False
+
+
+def _add(file: Path, source: Source | ViewRequest | SpecRequest, named: bool) -> Source | ViewRequest | SpecRequest:
     yaml = _yaml()
     text = file.read_text("utf-8") if file.exists() else NEW_PROJECT
     parse(text.encode(), str(file))  # refuse to write into a file that is already broken
@@ -493,8 +528,16 @@ def _add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
         entries = CommentedSeq(entries or [])
         entries.fa.set_block_style()
         doc[section] = entries
+    if isinstance(source, Source):
+        origin = source.path or source.url
+        same = [e for e in entries if isinstance(e, dict) and origin in (e.get("path"), e.get("url"))]
+        if same:
+            raise AlreadyListed(file, str(origin), str(same[0].get("id")))
     value = getattr(source, key)
-    if any(isinstance(e, dict) and e.get(key) == value for e in entries):
+    taken = {str(e.get(key)): str(e.get("path") or e.get("url") or "") for e in entries if isinstance(e, dict)}
+    if value in taken and isinstance(source, Source) and not named:
+        source = source.model_copy(update={"id": _free_id(source, taken)})
+    elif value in taken:
         raise SourcesError(f"{file} already lists {section[:-1]} {value!r}; choose another name")
     entries.append(CommentedMap(source.model_dump(exclude_none=True, exclude_defaults=not isinstance(source, SpecRequest))))
     written = _dump(yaml, doc)
@@ -502,3 +545,4 @@ def _add(file: Path, source: Source | ViewRequest | SpecRequest) -> None:
     if problems:
         raise SourcesError(problems[-1])
     atomic_write(file, written.encode())  # whole: a build reading it meanwhile reads one version
+    return source
