@@ -36,6 +36,9 @@ def found(text: str) -> list[tuple[str, str, str]]:
     ('The Open Web Application Security Project (hereafter "OWASP") publishes them.',
      ("OWASP", "Open Web Application Security Project", "alias")),
     ("A nonce is defined as a number used once.", ("nonce", "a number used once", "meaning")),
+    # Wikipedia's article on Microsoft (a document the glossary was not written on)
+    ("The corporate headquarters, informally known as the Microsoft Redmond campus, is located at One Microsoft Way.",
+     ("Microsoft Redmond campus", "corporate headquarters", "alias")),
 ])
 def test_the_terms_a_sentence_defines(sentence, expected):
     assert expected in found(sentence)
@@ -54,6 +57,17 @@ def test_no_term_where_none_is_defined(sentence):
     assert all(term not in {"IE", "Note", "named property accesses", "cross-subdomain cookies"}
                for term, _, _ in found(sentence))
     assert not [f for f in found(sentence) if f[2] == "meaning"]
+
+
+@pytest.mark.parametrize("sentence", [
+    "Gates called MITS and claimed that he had a working interpreter.",  # a verb
+    "Ruby on Rails is often used with an ORM called ActiveRecord.",  # one ORM, not another name for ORMs
+    "Microsoft released two projects called Microsoft AccountGuard and Defending Democracy.",
+    "NASA worked with Microsoft to develop an AI-driven customer copilot, called Earth Copilot, which simplifies it.",
+    "People end up dependent on them, a process is known as vendor lock-in.",  # one process of the kind
+])
+def test_a_thing_called_by_its_own_name_is_no_other_name_of_its_kind(sentence):
+    assert [f for f in found(sentence) if f[2] == "alias"] == []
 
 
 def test_the_owasp_kubernetes_sheet_defines_its_acronyms():

@@ -32,7 +32,8 @@ SHORT_THEN_SPELLED = re.compile(rf"\b([A-Z][A-Z0-9]{{1,9}}s?) \(({NAME}(?: {NAME
 QUOTED = r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]"
 OTHER_NAME = rf"(?:{QUOTED}|((?:{NAME}[ ]){{0,4}}{NAME}))"
 # "X, commonly referred to as Y", "X (also known as Y)", "X is often called Y"
-ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME})(?: \([^()]{{1,12}}\))?,? \(?(?:is |are )?(?:commonly |often |also |sometimes |usually )?"
+ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME})(?: \([^()]{{1,12}}\))?,? \(?(?:is |are )?"
+                   rf"(?:commonly |often |also |sometimes |usually |informally |popularly |otherwise |formerly )?"
                    rf"(?:referred to as|known as|called|a\.k\.a\.?|aka) (?:an? |the )?{OTHER_NAME}")
 # "The Open Web Application Security Project (hereafter "OWASP")", "..., hereinafter referred to as Y"
 HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereinafter)(?:,? (?:referred to as|called))?,? "
@@ -130,6 +131,26 @@ def _bare(match: re.Match[str], name: str) -> bool:
     return bool(re.match(r", (?:known as|called|referred to as) ", rest))
 
 
+# words that make "X ... called Y" give another name of X; without one, "called" and "known as"
+# may name one thing of a kind ("an ORM called ActiveRecord", "a process is known as vendor
+# lock-in") or be a verb ("Gates called MITS")
+ANOTHER_NAME = re.compile(r"\b(?:commonly|often|also|sometimes|usually|informally|popularly|otherwise|formerly|"
+                          r"referred|hereafter|hereinafter|a\.k\.a|aka)\b", re.I)
+
+
+def _one_of_a_kind(match: re.Match[str], name: str, sentence: str) -> bool:
+    """Whether "X called Y" or "X known as Y", with no word saying Y is X's other name, names one
+    thing of the kind X rather than X: "called" straight after X (a verb, or "a tool called
+    Y"), X a bare common noun ("a process is known as Y"), or X brought in by "a" or "an"."""
+    whole = match.group(0)
+    rest = whole[whole.index(name) + len(name):] if name in whole else whole
+    if ANOTHER_NAME.search(rest):
+        return False
+    before = sentence[:match.start(1) + (match.group(1).rfind(name) if name in match.group(1) else 0)]
+    return (re.match(r" called ", rest) is not None or (" " not in name and name.islower())
+            or re.search(r"\b(?:an?|An?)\s+$", before) is not None)
+
+
 def _differ_in_number(name: str, other: str) -> bool:
     """One name plural and the other not ("domain", "cookies"); an acronym or a name that is not
     all letters says nothing of it."""
@@ -159,7 +180,8 @@ def sentence_definitions(sentence: str) -> list[Definition]:
             name, other = _name(match.group(1)), _other(match, 2)
             # "what developers have defined, also known as ...": a verb, not a name
             if name and other and name.lower() != other.lower() and not name.endswith("ed") \
-                    and not (_bare(match, name) and _differ_in_number(name, other)):
+                    and not (_bare(match, name) and _differ_in_number(name, other)) \
+                    and not (pattern is ALIAS and _one_of_a_kind(match, name, sentence)):
                 found.append(Definition(other, name, "alias", sentence))
     meaning = MEANING.match(sentence)
     if meaning and meaning.group(1).split()[0].lower() not in NOT_A_NAME | STOPWORDS:
