@@ -163,6 +163,8 @@ def test_a_sentence_offers_its_acronyms_and_noun_runs_not_keywords_or_clauses():
     # a preposition, a quantifier or a light verb names nothing: "across multiple", "gain access"
     found = set(phrases("Attackers gain access to secrets stored across multiple browser tabs somewhere else."))
     assert found == {"browsertab"}
+    cited = set(phrases("As Wu et al. show, static vs dynamic agents differ."))  # a citation, an abbreviation
+    assert "dynamicagent" in cited and not [k for k in cited if "al" in k or "vs" in k or "static" in k]
 
 
 def test_a_concept_is_found_by_any_of_its_names_and_an_acronym_only_in_capitals():

@@ -31,7 +31,8 @@ FILLER = STOPWORDS | frozenset(
     provides allow allows given even though although
     across among amongst around along beyond behind beside besides despite inside outside throughout
     toward towards onto whereas multiple few fewer any anything something somewhere anywhere
-    everywhere elsewhere else instead rather take takes get gets gain gains give gives""".split())
+    everywhere elsewhere else instead rather take takes get gets gain gains give gives
+    et al vs cf viz""".split())
 LONGEST = 3  # words in a phrase: "session token lifetime", not a clause
 
 
