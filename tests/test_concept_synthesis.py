@@ -11,28 +11,7 @@ from pathlib import Path
 from conftest import kbuild
 from model_replies import faithful_reply, sources
 from openai_server import Reply, ScriptedServer
-
-STANDARD = """# Access Standard
-
-## Second factors
-
-Every administrator MUST sign in with Multi-Factor Authentication (MFA). The server keeps the shared secret.
-
-## Sessions
-
-Session tokens MUST expire after 15 minutes without a request.
-"""
-
-RUNBOOK = """# Operations Runbook
-
-## Lost devices
-
-A lost MFA device MUST be revoked within 24 hours.
-
-## Logging out
-
-On logout the server deletes the session token and its refresh key.
-"""
+from test_concepts import RUNBOOK, STANDARD  # the same two documents the concept pages are tested on
 
 PAGE = "kb/auth/concepts/multi-factor-authentication-mfa.md"
 
