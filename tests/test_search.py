@@ -187,11 +187,14 @@ def test_a_word_the_sources_write_as_two_or_two_words_they_write_as_one_finds_th
         ("Arguments", "The first argument names the object; keep the first argument short."),
         ("Defaults", "A first argument may have a default value, as any argument may."),
         ("Sessions", "Renew the session identifier after every login."),
-        ("Cookies", "A session cookie holds the session identifier after the user signs on.")))
+        ("Cookies", "A session cookie holds the session identifier after the user signs on."),
+        ("Logout", "Send Clear-Site-Data on logout, so the browser forgets what it kept."),
+        ("Browsers", "The browser keeps a session until the user closes it; a browser may keep it longer.")))
     small_store(tmp_path, {"guide.md": guide})
     assert kbuild(tmp_path).exit_code == 0
     for question, answer in (("what is the first argument of a classmethod called?", "Naming"),
-                             ("what should happen to the session after I log in?", "Sessions")):
+                             ("what should happen to the session after I log in?", "Sessions"),
+                             ("what should the browser be told when someone logs out?", "Logout")):
         result = kbuild(tmp_path, "context", question, "--budget", "120", "--trace")
         kept = [line for line in result.output.splitlines() if line.startswith("kept")]
         assert kept and f"› {answer} (" in kept[0], result.output

@@ -118,7 +118,7 @@ def query_terms(query: str, abbreviations: dict[str, str] | None = None) -> dict
 def compounds(query: str, weights: dict[str, float], vocabulary: Mapping[str, int]) -> dict[str, float]:
     """`weights` with the words an index spells otherwise: a word no section holds that is two
     words they do ("classmethod" for "class method") asks for those two, half each, and two
-    words of the query that sections write as one ("time stamp", "log in") ask for it too."""
+    words of the query that sections write as one ("time stamp", "log in", "logs out") ask for it too."""
     words = WORD.findall(query.lower())
     found = dict(weights)
     for word in words:
@@ -131,8 +131,11 @@ def compounds(query: str, weights: dict[str, float], vocabulary: Mapping[str, in
                     found[part] = found.get(part, 0.0) + 0.5
                 break
     for first, second in zip(words, words[1:]):
-        joined = _stem(first + second)
-        if first not in STOP and joined in vocabulary and joined not in found:
+        if first in STOP:
+            continue
+        # "logs out", "logged in": the first word inflected, the one word the sections write is not
+        joined = next((j for j in (_stem(first + second), _stem(_stem(first) + second)) if j in vocabulary), None)
+        if joined is not None and joined not in found:
             found[joined] = 0.5
     return found
 
