@@ -95,6 +95,14 @@ def test_an_abbreviation_finds_the_spelled_out_term():
     assert terms["environ"] > terms["env"]  # a text spells the term out more often than it abbreviates it
 
 
+def test_an_apostrophe_adds_no_word_to_a_question():
+    from kbuild.text.ranking import query_terms
+
+    # "user's" was the words "user" and "s", and every "it's" of a section matched the "s"
+    terms = query_terms("where do I keep the user's pepper? don't I've we'll they're")
+    assert {"keep", "user", "pepper"} <= set(terms) and not {"s", "t", "ve", "ll", "re"} & set(terms)
+
+
 def test_the_build_writes_the_search_index_and_an_edit_reindexes_one_source(store):
     index = store / "kb/shop/search-index/sections.json"
     assert index.is_file() and (store / "kb/shop/search-index/vocab.index.json").is_file()
