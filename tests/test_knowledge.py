@@ -371,7 +371,9 @@ def test_add_keeps_comments_and_order(tmp_path):
     assert text.startswith("# my research notes\nkind: research  # as found\n")
     assert "# the first one" in text
     assert text.index("id: b") < text.index("id: a") < text.index("id: c")
-    assert kbuild(tmp_path, "add", "notes", "c.md", "--id", "c").exit_code == 2  # listed twice
+    again = kbuild(tmp_path, "add", "notes", "c.md", "--id", "c")  # listed already: nothing to do, nothing twice
+    assert again.exit_code == 0 and "already listed" in again.output
+    assert (tmp_path / "kb/notes/sources.yml").read_text() == text
     assert ".kbuild/" in (tmp_path / ".gitignore").read_text()
 
 
