@@ -242,6 +242,22 @@ async def concept_citations(ctx: KnowledgeContext, project: str) -> dict[str, An
     return cites
 
 
+@rule(version=1, parts=True)
+async def concept_disagreements(ctx: KnowledgeContext, project: str) -> dict[str, Any]:
+    """The project's disagreements by concept ("concept:SLUG"): those between two facts that
+    concept's page cites. A verdict that changes re-runs this cheap query and then only the pages
+    whose part changed, not every concept page of the project."""
+    found = await ctx.query(project_disagreements(project))
+    cites: dict[str, list[str]] = await ctx.query(concept_citations(project))
+    parts: dict[str, Any] = {}
+    for part, refs in cites.items():
+        held = set(refs)
+        pairs = [p for p in found.pairs if {p.first.fact, p.second.fact} <= held]
+        if pairs:
+            parts[part] = Contradictions(pairs=pairs).model_dump()
+    return parts
+
+
 def page_text(project: str, entry: ConceptEntry, said: list[tuple[str, SaidOf]], links: dict[str, str | None],
               disagreements: list[str] | None = None, synthesis: Synthesis | None = None) -> str:
     """A concept's page: its name, the sentence that defines it (with its fact), then what each
@@ -352,7 +368,7 @@ async def concept_synthesis(ctx: KnowledgeContext, project: str, concept: str) -
                      by=ctx.settings.backend.label if statements else "")
 
 
-@rule(version=4, uses=(said_of, page_text, defining_first, place, disagreement_lines), settings=("store",), returns=ConceptPage)
+@rule(version=5, uses=(said_of, page_text, defining_first, place, disagreement_lines), settings=("store",), returns=ConceptPage)
 async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> ConceptPage:
     """kb/PROJECT/concepts/SLUG.md, from the concept's entry and the sentences of the facts that
     mention it, which are all it reads."""
@@ -365,10 +381,10 @@ async def concept_page(ctx: KnowledgeContext, project: str, concept: str) -> Con
     path = store.concept(project, concept)
     links = {ref: None if isinstance(p, QueryFailed) else link(path, store.fact(*place(project, ref)))
              for ref, p in zip(cited, built_pages)}
-    # the disagreements between two facts the page cites: a verdict that changes re-runs the pages,
-    # one that stays the same (the value is cut off) re-runs none
-    found = await ctx.query(project_disagreements(project))
-    between = Contradictions(pairs=[p for p in found.pairs if {p.first.fact, p.second.fact} <= set(refs)])
+    # the disagreements between two facts the page cites, this page's part alone: a verdict that
+    # changes re-runs the pages that show it
+    between = Contradictions.model_validate(
+        await ctx.query_part(concept_disagreements(project), Part("concept", concept).name) or {"pairs": []})
     # a synthesis that failed its checks is left out: the sources' own sentences stand without it,
     # and the failure is the build's (its line, its exit code), not the page's
     (synthesis,) = await ctx.query_all([concept_synthesis(project, concept)], return_failures=True)

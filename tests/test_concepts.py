@@ -126,6 +126,20 @@ def test_an_edit_of_a_cited_fact_that_leaves_its_sentences_about_a_concept_rebui
     assert page.read_text() == before
 
 
+def test_a_new_disagreement_rebuilds_only_the_concept_page_that_shows_it(store):
+    (store / "runbook.md").write_text(RUNBOOK.replace(
+        "On logout the server deletes the session token and its refresh key.",
+        "On logout the server deletes the session token and its refresh key. "
+        "Session tokens MUST expire after 30 minutes without a request."))
+    result = kbuild(store, "build", "--json")
+    ran = json.loads(result.output[result.output.index("{"):])["executed"]
+    assert 'project_disagreements("auth")' in ran  # the standard says 15 minutes
+    assert [q for q in ran if q.startswith("concept_page(")] == ['concept_page("auth","session-token")']
+    page = (store / "kb/auth/concepts/session-token.md").read_text()
+    disagree = page.split("## Where the sources disagree", 1)[1].split("\n## ", 1)[0]
+    assert "15 minutes" in disagree and "30 minutes" in disagree
+
+
 def test_a_removed_source_takes_its_statements_away(store):
     sources = store / "kb/auth/sources.yml"
     listed = sources.read_text()
