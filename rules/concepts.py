@@ -14,12 +14,14 @@ of at least SHARED_SOURCES sources share (kbuild.text.concepts), the names of on
   names (`concept_origins`), whose facts are read for this project's concepts, never picked
   concepts from;
 - `concept_citations`: which facts mention each concept, a part each;
+- `concept_disagreements`: the project's disagreements between two facts a concept's page
+  cites, a part each, so a verdict that changes re-runs only the pages that show it;
 - `concept_synthesis`: what those sentences say together, in a model's words (offline: nothing),
   each sentence citing its facts and checked against them as a view on request is;
 - `concept_page`: one page, reading its entry, its facts' lists, those facts' sentences about
-  it, that their pages built (`fact_built`) and its synthesis alone. An edit rebuilds the pages
-  whose sentences it changed, in this project or another; a removed source's (or across
-  entry's) facts are cited by no part any more, and their statements leave the pages.
+  it, that their pages built (`fact_built`), its disagreements and its synthesis alone. An edit
+  rebuilds the pages whose sentences it changed, in this project or another; a removed source's
+  (or across entry's) facts are cited by no part any more, and their statements leave the pages.
 
 Disagreements are looked for within the project only: a statement of another project is quoted,
 never compared.
