@@ -384,6 +384,18 @@ def test_add_gives_a_document_whose_name_is_taken_a_free_id_and_lists_nothing_tw
     assert kbuild(tmp_path).exit_code == 0
 
 
+def test_add_of_the_project_root_lists_its_documents_not_the_builds_own_files(tmp_path):
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "notes.md").write_text("# Notes\n\nAlpha.\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools/Kbuildfile.py").write_text("x = 1\n")  # another folder's: a document like any
+    assert kbuild(tmp_path).exit_code == 0 and (tmp_path / "kbuild.lock").exists()
+    assert kbuild(tmp_path, "check", "--record").exit_code == 0
+    assert kbuild(tmp_path, "add", "p", ".").exit_code == 0
+    listed = [s.path for s in parse((tmp_path / "kb/p/sources.yml").read_bytes(), "x").sources]
+    assert listed == ["notes.md", "tools/Kbuildfile.py"]
+
+
 def test_the_offline_notice_is_said_once_per_store(tmp_path):
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     (tmp_path / "a.md").write_text("# A\n\nAlpha.\n")

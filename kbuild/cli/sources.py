@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..buildfile import FILENAME as BUILDFILE
+from ..engine.layout import LOCK_FILE
+from ..records.checked import RECORD
 from ..text.secrets import without_userinfo
 from ..store.layout import BadId, check_id
 from .session import WRONG, KbuildError, Session, pass_session
@@ -18,6 +21,9 @@ if TYPE_CHECKING:
 # kbuild.store.sources (pydantic, ruamel.yaml) is imported by the commands that use it: every
 # other command starts faster without it
 
+# what a project's root holds for kbuild itself, never a document of it: `kbuild add .` lists none
+BUILD_FILES = frozenset({BUILDFILE, LOCK_FILE, RECORD})
+
 
 @click.command()
 @click.argument("project")
@@ -27,11 +33,11 @@ if TYPE_CHECKING:
 def add(session: Session, project: str, paths_or_urls: tuple[str, ...], source_id: str | None) -> None:
     """List a source in kb/PROJECT/sources.yml (creating the project), keeping its comments.
 
-    Give several paths, or a folder (each document in it, hidden files aside), to list them all
-    at once. A file outside the project is copied into sources/ first, so the project holds it.
-    A path that cannot be listed gets one line and the others are listed (exit 2). A document
-    whose name another source has gets a free id ("report-txt" beside "report"); one listed
-    already stays as it is.
+    Give several paths, or a folder (each document in it; hidden files and kbuild's own files
+    aside), to list them all at once. A file outside the project is copied into sources/ first,
+    so the project holds it. A path that cannot be listed gets one line and the others are listed
+    (exit 2). A document whose name another source has gets a free id ("report-txt" beside
+    "report"); one listed already stays as it is.
 
     Example: kbuild add payments docs/requirements.pdf --id requirements   (or: kbuild add payments docs/)
     """
@@ -69,6 +75,8 @@ def _documents(directory: Path, arg: str, root: Path) -> list[str]:
         if any(p.startswith(".") for p in parts) or not path.is_file() or path.is_symlink():
             continue
         if path.resolve().is_relative_to(root / "kb") or path.resolve().is_relative_to(root / ".kbuild"):
+            continue
+        if path.parent.resolve() == root.resolve() and path.name in BUILD_FILES:  # the build's own files
             continue
         ext = extension(path.name)
         converter = registry().converter(ext)
