@@ -8,9 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..buildfile import FILENAME as BUILDFILE
-from ..engine.layout import LOCK_FILE
-from ..records.checked import RECORD
 from ..text.secrets import without_userinfo
 from ..store.layout import BadId, check_id
 from .session import WRONG, KbuildError, Session, pass_session
@@ -20,9 +17,6 @@ if TYPE_CHECKING:
 
 # kbuild.store.sources (pydantic, ruamel.yaml) is imported by the commands that use it: every
 # other command starts faster without it
-
-# what a project's root holds for kbuild itself, never a document of it: `kbuild add .` lists none
-BUILD_FILES = frozenset({BUILDFILE, LOCK_FILE, RECORD})
 
 
 @click.command()
@@ -66,9 +60,13 @@ def _documents(directory: Path, arg: str, root: Path) -> list[str]:
     folder = directory / arg
     if "://" in arg or not folder.is_dir():
         return [arg]
+    from ..buildfile import FILENAME as BUILDFILE
     from ..convert.formats import UNSUPPORTED, extension
+    from ..engine.layout import LOCK_FILE
     from ..plugins import registry
+    from ..records.checked import RECORD
 
+    build_files = {BUILDFILE, LOCK_FILE, RECORD}  # a project root's files for kbuild, never its documents
     found = []
     for path in sorted(folder.rglob("*")):
         parts = path.relative_to(folder).parts
@@ -76,7 +74,7 @@ def _documents(directory: Path, arg: str, root: Path) -> list[str]:
             continue
         if path.resolve().is_relative_to(root / "kb") or path.resolve().is_relative_to(root / ".kbuild"):
             continue
-        if path.parent.resolve() == root.resolve() and path.name in BUILD_FILES:  # the build's own files
+        if path.parent.resolve() == root.resolve() and path.name in build_files:
             continue
         ext = extension(path.name)
         converter = registry().converter(ext)

@@ -30,6 +30,7 @@ from ruamel.yaml.error import YAMLError
 
 from ..text.secrets import without_userinfo
 from ..convert import limits
+from ..convert.formats import extension
 from ..engine.files import atomic_write
 from ..text.slugs import slug
 from .layout import BadId, check_id
@@ -497,8 +498,7 @@ def _free_id(source: Source, taken: dict[str, str]) -> str:
     number ("test.xlsx" beside "test.pdf" is "test-xlsx", "sub/a.md" beside "a.md" is "sub-a"),
     so that a folder of documents is listed whole."""
     def ext(origin: str) -> str:
-        name = origin.rstrip("/").rsplit("/", 1)[-1]
-        return slug(name.rpartition(".")[2]) if "." in name else ""
+        return slug(extension(origin.rstrip("/")))
 
     origin = source.path or source.url or ""
     folders = origin.rstrip("/").split("/")[:-1]

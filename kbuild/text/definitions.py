@@ -124,11 +124,16 @@ def _other(match: re.Match[str], first: int) -> str:
     return bare
 
 
+def _after(match: re.Match[str], name: str) -> str:
+    """What a match holds after the name it found: ", also known as Y", " called Y"."""
+    whole = match.group(0)
+    return whole[whole.index(name) + len(name):] if name in whole else ""
+
+
 def _bare(match: re.Match[str], name: str) -> bool:
     """"X, known as Y" with nothing but a comma between: Y may name the clause that ends in X
     ("attacks between hosts of the same domain, known as cross-subdomain cookies"), not X."""
-    rest = match.group(0)[match.group(0).index(name) + len(name):] if name in match.group(0) else ""
-    return bool(re.match(r", (?:known as|called|referred to as) ", rest))
+    return bool(re.match(r", (?:known as|called|referred to as) ", _after(match, name)))
 
 
 # words that make "X ... called Y" give another name of X; without one, "called" and "known as"
@@ -142,8 +147,7 @@ def _one_of_a_kind(match: re.Match[str], name: str, sentence: str) -> bool:
     """Whether "X called Y" or "X known as Y", with no word saying Y is X's other name, names one
     thing of the kind X rather than X: "called" straight after X (a verb, or "a tool called
     Y"), X a bare common noun ("a process is known as Y"), or X brought in by "a" or "an"."""
-    whole = match.group(0)
-    rest = whole[whole.index(name) + len(name):] if name in whole else whole
+    rest = _after(match, name)
     if ANOTHER_NAME.search(rest):
         return False
     before = sentence[:match.start(1) + (match.group(1).rfind(name) if name in match.group(1) else 0)]
