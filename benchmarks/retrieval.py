@@ -3,6 +3,7 @@ recall on the golden sets.
 
     python benchmarks/retrieval.py [SECTIONS]
     python benchmarks/retrieval.py golden
+    python benchmarks/retrieval.py golden --embeddings http://127.0.0.1:8765/v1 all-minilm-l6-v2
 
 `golden` builds a store for each golden set (tests/data/retrieval-questions.json over the four
 PEPs, tests/data/retrieval-questions-owasp.json over four OWASP Cheat Sheets), each source a
@@ -12,7 +13,8 @@ meaning fused, and the baseline, BM25 (bm25s, kbuild's stemmed words) over the s
 paragraphs (blank-line separated), the best paragraphs kept while they fit the same budget,
 counted by the same token estimate; and, for a set whose questions say their `wording`, words
 only on each wording apart (the source's words, a reader's). Runs the kbuild of the Python that
-runs it.
+runs it. With `--embeddings URL MODEL`, meaning comes from that OpenAI-compatible /embeddings
+endpoint instead of model2vec (benchmarks/embeddings_server.py serves all-MiniLM-L6-v2 as one).
 
 Sections of ~120 words drawn from a Zipf vocabulary of 30,000 words (a real store's shape: a
 few words everywhere, most rare); queries of 8 words. Reports, for kbuild's hand-written
@@ -242,8 +244,13 @@ def _by_wording(questions: Path, folder: Path) -> dict[str, Path]:
     return files if len(files) > 1 else {}
 
 
-def golden() -> None:
-    semantic = importlib.util.find_spec("model2vec") is not None and importlib.util.find_spec("static_model") is not None
+def golden(endpoint: tuple[str, str] | None = None) -> None:
+    """`endpoint`: (base url, model) of an /embeddings endpoint to rank by meaning with."""
+    semantic = endpoint is not None or (importlib.util.find_spec("model2vec") is not None
+                                        and importlib.util.find_spec("static_model") is not None)
+    settings = ({"source": "openai", "base_url": endpoint[0], "model": endpoint[1], "api_key": "none"}
+                if endpoint else {"source": "model2vec"})
+    embedder = endpoint[1] if endpoint else "model2vec"
     print("| set | method | " + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
     print("|---|---|" + "---:|" * len(BUDGETS))
     for name, (questions, sources) in GOLDEN.items():
@@ -254,16 +261,18 @@ def golden() -> None:
             if semantic:
                 kbuildfile = root / "Kbuildfile.py"
                 kbuildfile.write_text(kbuildfile.read_text().replace(
-                    "cap_tokens=4000)", 'cap_tokens=4000, semantic={"source": "model2vec"})'))
+                    "cap_tokens=4000)", f"cap_tokens=4000, semantic={settings!r})"))
             for project, path in sources.items():
                 shutil.copy(path, root / path.name)
                 _kbuild(root, "add", project, path.name)
             _kbuild(root)
             rows["`kbuild context`, words only"] = _recalls(root, questions, "--lexical")
             if semantic:
-                rows["`kbuild context`, words and meaning fused (model2vec)"] = _recalls(root, questions)
+                rows[f"`kbuild context`, words and meaning fused ({embedder})"] = _recalls(root, questions)
             for wording, part in _by_wording(questions, root).items():
                 rows[f"`kbuild context`, words only, {wording} wording ({_count(part)})"] = _recalls(root, part, "--lexical")
+                if endpoint:  # what a real sentence embedder adds to each wording
+                    rows[f"`kbuild context`, fused ({embedder}), {wording} wording"] = _recalls(root, part)
         rows["BM25 over the raw paragraphs"] = paragraph_baseline(questions, sources)
         count = _count(questions)
         for method, recalls in rows.items():
@@ -275,5 +284,7 @@ def golden() -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["golden"]:
         golden()
+    elif sys.argv[1:3] == ["golden", "--embeddings"] and len(sys.argv) == 5:
+        golden((sys.argv[3], sys.argv[4]))
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
