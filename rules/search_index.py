@@ -35,6 +35,7 @@ from .summaries import fact_groups, group_of, group_places
 from .values import Part
 
 HEADING_WEIGHT = 3  # a section's own headings count as this many mentions of their words
+ANCESTOR_WEIGHT = 1  # a heading over them counts once: the subsections of "Primary Defenses" outranked its own list
 FORMAT = 1  # of search-index.json; kbuild/retrieval/search.py refuses another
 
 
@@ -116,7 +117,7 @@ def section_line(section: dict[str, Any]) -> str:
     return json.dumps({**section, "source_index": "\0"}, sort_keys=True, ensure_ascii=False)
 
 
-@rule(version=4, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
+@rule(version=5, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
                        section_line, injection), settings=("store",))
 async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
@@ -154,8 +155,10 @@ async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: 
         heads = [h for h in piece["headings"] if h != doc.title]
         crumb = [doc.title, *heads, *(c for c in piece["covers"] if c not in heads and c != doc.title)]
         counts = Counter(tokens(body))
-        for word in tokens(" ".join(crumb[1:])):
-            counts[word] += HEADING_WEIGHT
+        named = set(piece["covers"] or piece["headings"][-1:])
+        for heading in crumb[1:]:
+            for word in tokens(heading):
+                counts[word] += HEADING_WEIGHT if heading in named else ANCESTOR_WEIGHT
         counts.update(tokens(doc.title))
         if own is not None:
             for name in piece["covers"] or piece["headings"][-1:]:

@@ -206,3 +206,47 @@ def test_a_word_the_sources_write_as_two_or_two_words_they_write_as_one_finds_th
         result = kbuild(tmp_path, "context", question, "--budget", "120", "--trace")
         kept = [line for line in result.output.splitlines() if line.startswith("kept")]
         assert kept and f"› {answer} (" in kept[0], result.output
+
+
+def test_sections_of_one_page_print_its_link_once_and_adjacent_ones_as_one_block(tmp_path):
+    """A context of parts of one document printed the page's link and breadcrumb once a part,
+    a quarter to a third of the budget: now each page is named once and parts that follow one
+    another in the text are one block, so more of the sources fits the same budget."""
+    guide = "# Guide\n\n" + "".join(f"## {title}\n\n" + f"The {title.lower()} rule of refunds: {text}. " * 6 + "\n\n"
+                                    for title, text in (("Requests", "ask within thirty days"),
+                                                        ("Approval", "a clerk approves each refund"),
+                                                        ("Payment", "refunds go back to the card"),
+                                                        ("Unrelated", "the shop opens at nine")))
+    small_store(tmp_path, {"guide.md": guide})
+    kbuildfile = tmp_path / "Kbuildfile.py"  # one fact of four sections
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=15, cap_tokens=40", "floor_tokens=2000, cap_tokens=4000"))
+    assert kbuild(tmp_path).exit_code == 0
+    printed = kbuild(tmp_path, "context", "refund requests approval payment", "--budget", "2000").output
+    links = re.findall(r"\]\(([^)]+)\)", printed)
+    assert len(links) == len(set(links)) >= 1, printed  # each page once
+    blocks = re.findall(r"text\.md lines (\d+)-(\d+)", printed)
+    assert len(blocks) == 1, printed  # the adjacent sections are one block
+    assert not re.search(r"^## Requests$", printed, re.MULTILINE) and "### Requests (text.md lines" in printed  # no heading twice
+    for rule in ("thirty days", "a clerk approves", "back to the card"):
+        assert rule in printed
+
+
+
+def test_a_heading_ranks_its_own_section_above_the_sections_under_it(tmp_path):
+    """A section's own headings count three times for its words, a heading over it once: the
+    list under "Primary Defenses" came 21st for "what are the primary defenses against SQL
+    injection?", below every subsection that inherited the heading (issue 53)."""
+    filler = "The example binds the customer name and reads the balance of the account it names. " * 5
+    guide = ("# Injection\n\n## Primary Defenses\n\n- Option 1: prepared statements\n- Option 2: stored procedures\n"
+             "- Option 3: allow-list validation\n\n" + filler + "\n\n"
+             + "".join(f"### Option {n}: {name}\n\n{name} stop SQL injection. {filler}\n\n"
+                       for n, name in ((1, "prepared statements"), (2, "stored procedures"), (3, "allow-list validation")))
+             + "".join(f"## {name}\n\n{name} matters to SQL injection. {filler}\n\n"
+                       for name in ("Anatomy", "Detection", "Logging", "Testing", "Related Articles")))
+    small_store(tmp_path, {"injection.md": guide})
+    kbuildfile = tmp_path / "Kbuildfile.py"  # one fact, its sections cut at headings
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=15, cap_tokens=40", "floor_tokens=2000, cap_tokens=4000"))
+    assert kbuild(tmp_path).exit_code == 0
+    result = kbuild(tmp_path, "context", "what are the primary defenses against SQL injection?", "--budget", "200", "--trace")
+    kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+    assert kept and "› Primary Defenses (" in kept[0], result.output

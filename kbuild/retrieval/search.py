@@ -357,10 +357,19 @@ class Section:
     key: str  # the breadcrumb and where the words stand
     score: float
     hits: list[Hit]  # the page it is drawn from, with its one-line summary
-    text: str = ""  # as printed
-    tokens: int = 0  # of `text` as printed
+    text: str = ""  # the section alone, under its breadcrumb and a link to its page
+    tokens: int = 0  # what it added to the context as printed (render_sections)
     why: list[tuple[str, float]] = field(default_factory=list)  # each matched word with its share of the score
     places: str = ""  # its place in the ranking by words and in the one by meaning, when fused
+    lines: Lines | None = None  # where its words stand in text.md; None for a whole fact page
+
+
+@dataclass(frozen=True)
+class Lines:
+    text: Path  # text.md
+    start: int
+    end: int
+    crumb: tuple[str, ...]  # the document's title, then the headings over the words
 
 
 HEADER = "# Context: {question}\n\n"
@@ -369,10 +378,67 @@ GAP = ("Nothing in the store speaks to this: a gap. Add a source that does (`kbu
 
 
 def _section_text(root: Path, doc: dict[str, object]) -> str:
-    lines = (root / str(doc["text"])).read_text("utf-8", errors="replace").split("\n")
-    body = "\n".join(lines[int(doc["start"]) - 1:int(doc["end"])]).strip("\n")  # type: ignore[call-overload]
+    body = _body(root / str(doc["text"]), int(doc["start"]), int(doc["end"]))  # type: ignore[call-overload]
     crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
     return f"## {crumb}\n\nFrom [{Path(str(doc['page'])).stem}]({doc['page']}), text.md lines {doc['start']}-{doc['end']}:\n\n{body}\n\n"
+
+
+def _body(text: Path, start: int, end: int) -> str:
+    lines = text.read_text("utf-8", errors="replace").split("\n")
+    return "\n".join(lines[start - 1:end]).strip("\n")
+
+
+_MARKUP = re.compile(r"^#+\s*|[*_`]")
+_UNDERLINE = re.compile(r"[=~^\-'*#`:.+]{3,}")
+
+
+def _without_named_headings(body: str, crumb: tuple[str, ...]) -> str:
+    """The body less the heading lines it opens with that its breadcrumb names already (a Markdown
+    "## Title", or reStructuredText's title over its underline)."""
+    named = {_MARKUP.sub("", c).strip().lower() for c in crumb}
+    lines = body.split("\n")
+    n = 0
+    while n < len(lines):
+        line = lines[n].strip()
+        if not line or _UNDERLINE.fullmatch(line):
+            n += 1
+        elif _MARKUP.sub("", line).strip().lower() in named and (
+                line.startswith("#") or (n + 1 < len(lines) and _UNDERLINE.fullmatch(lines[n + 1].strip()))):
+            n += 1
+        else:
+            break
+    return "\n".join(lines[n:]).strip("\n")
+
+
+def render_sections(kept: list[Section]) -> str:
+    """The sections kept, as printed: grouped by fact page (each page once, in the order of its
+    best section), under it each run of adjacent sections joined into one block in the order of
+    the text, under the headings over it. A context of parts of one sheet printed the page's link
+    and its breadcrumb once a part: a quarter to a third of the tokens (issue 53)."""
+    pages: dict[str, list[Section]] = {}
+    for section in kept:
+        pages.setdefault(section.hits[0].page, []).append(section)
+    out = []
+    for page, sections in pages.items():
+        whole = [s for s in sections if s.lines is None]
+        out += [s.text for s in whole]
+        parts = sorted((s.lines for s in sections if s.lines is not None), key=lambda lines: lines.start)
+        if not parts:
+            continue
+        title = parts[0].crumb[0] if parts[0].crumb else Path(page).stem
+        out.append(f"## {title}: [{Path(page).stem}]({page})\n\n")
+        blocks: list[list[Lines]] = []
+        for part in parts:
+            if blocks and part.text == blocks[-1][-1].text and part.start <= blocks[-1][-1].end + 1:
+                blocks[-1].append(part)
+            else:
+                blocks.append([part])
+        for block in blocks:
+            first, end = block[0], max(p.end for p in block)
+            heads = first.crumb[1:]
+            body = _without_named_headings(_body(first.text, first.start, end), first.crumb)
+            out.append(f"### {' › '.join(heads) or title} (text.md lines {first.start}-{end})\n\n{body}\n\n")
+    return "".join(out)
 
 
 def compose(store: Path, root: Path, question: str, budget: int, project: str | None = None,
@@ -398,6 +464,7 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     if not rows and not search_indexes(store, project):
         return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))
     used = estimate_tokens(HEADER.format(question=question))
+    printed = 0  # the tokens of the sections kept, as render_sections prints them
     kept: list[Section] = []
     rest: list[Section] = []
     trace = expansion.trace()
@@ -409,9 +476,11 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
         crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
         score = round(row.score, 4 if embedder else 3)
         section = Section(f"{crumb} ({doc['page']}, text.md lines {doc['start']}-{doc['end']})", score,
-                          [Hit(score, str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why)
+                          [Hit(score, str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why,
+                          lines=Lines(root / str(doc["text"]), int(doc["start"]), int(doc["end"]),  # type: ignore[call-overload]
+                                      tuple(doc["crumb"])))  # type: ignore[arg-type]
         section.text = _section_text(root, doc)
-        section.tokens = estimate_tokens(section.text)
+        section.tokens = estimate_tokens(render_sections([*kept, section])) - printed
         because = ", ".join(f"{word} {share:.1f}" for word, share in why[:6]) or "no word"
         if embedder:
             places = (f"lexical {'#' + str(row.lexical) if row.lexical else '-'}, "
@@ -423,6 +492,7 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
         if used + section.tokens <= budget:
             kept.append(section)
             used += section.tokens
+            printed += section.tokens
             trace.append(f"kept   {shown} {section.tokens:5} tokens  {section.key}: {places}matched {because}")
         else:
             rest.append(section)
@@ -474,7 +544,7 @@ def render_context(question: str, kept: list[Section], summarised: list[Section]
     """The context `compose` chose, as Markdown: what `kbuild context` prints and the MCP tool answers."""
     if not kept and not summarised:
         return HEADER.format(question=question) + GAP
-    parts = [HEADER.format(question=question)] + [section.text for section in kept]
+    parts = [HEADER.format(question=question), render_sections(kept)]
     if summarised:
         parts.append(ALSO)
         parts += [section.hits[0].line + "\n" for section in summarised]
