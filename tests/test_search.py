@@ -103,6 +103,25 @@ def test_an_apostrophe_adds_no_word_to_a_question():
     assert {"keep", "user", "pepper"} <= set(terms) and not {"s", "t", "ve", "ll", "re"} & set(terms)
 
 
+def test_a_yes_or_no_judgement_is_no_word_of_the_question(tmp_path):
+    """"is == None ok?", "is from foo import * acceptable?": the source gives its verdict as
+    "should" or "avoid", never as the reader's "ok"; the "ok" of a code sample and the "accept"
+    of an argument outranked the answer (issue 53)."""
+    from kbuild.text.ranking import query_terms
+
+    terms = query_terms("is it ok, okay, fine, alright or acceptable to import * from a module?")
+    assert {"import", "modul"} <= set(terms) and not {"ok", "okay", "fine", "alright", "accept"} & set(terms)
+    guide = "# Style\n\n" + "".join(f"## {title}\n\n{text}\n\n" for title, text in (
+        ("Imports", "Wildcard imports (from module import *) should be avoided."),
+        ("Arguments", "A function may accept any argument; an acceptable default is None."),
+        ("Samples", "The sample prints OK when the import works: print('OK').")))
+    small_store(tmp_path, {"style.md": guide})
+    assert kbuild(tmp_path).exit_code == 0
+    result = kbuild(tmp_path, "context", "is from foo import * acceptable? is it ok?", "--budget", "60", "--trace")
+    kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+    assert kept and "› Imports (" in kept[0], result.output
+
+
 def test_the_build_writes_the_search_index_and_an_edit_reindexes_one_source(store):
     index = store / "kb/shop/search-index/sections.json"
     assert index.is_file() and (store / "kb/shop/search-index/vocab.index.json").is_file()

@@ -59,8 +59,11 @@ STOP = frozenset("""a an and are as at be been but by can could did do does doin
 how i if in into is it its may me might my of on or our shall should so than that the their them then
 there these they this those to us was we were what when where which while who whom why will with
 would you your yours
-s t d ll re ve m""".split())  # words a question is made of that say nothing of its subject; the tails
-# of "user's", "don't", "I'd", "we'll", "they're", "I've", "I'm" (WORD splits at the apostrophe)
+ok okay fine acceptable alright
+s t d ll re ve m""".split())  # words a question is made of that say nothing of its subject; a
+# yes-or-no judgement ("is == None ok?"), which a source gives as "should" or "avoid", never in
+# the reader's word; the tails of "user's", "don't", "I'd", "we'll", "they're", "I've", "I'm"
+# (WORD splits at the apostrophe)
 
 # Common abbreviations and the words they stand for, so a question in the short form finds a
 # text that spells it out (and the other way round). A document's own "Foo Bar (FB)"
