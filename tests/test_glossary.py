@@ -36,6 +36,13 @@ def found(text: str) -> list[tuple[str, str, str]]:
     ('The Open Web Application Security Project (hereafter "OWASP") publishes them.',
      ("OWASP", "Open Web Application Security Project", "alias")),
     ("A nonce is defined as a number used once.", ("nonce", "a number used once", "meaning")),
+    # a name set off by dashes, as NIST's SP 800-63B writes it, or given again in brackets
+    ("A memorized secret authenticator — commonly referred to as a password or, if numeric, a PIN — is a "
+     "secret value.", ("password", "memorized secret authenticator", "alias")),
+    ("Once established, the session ID (or token) is equivalent to the strongest method.",
+     ("token", "session ID", "alias")),
+    ("The session hijacking (or sidejacking) attacks follow.", ("sidejacking", "session hijacking", "alias")),
+    ("The subscriber (i.e., the user) must be notified.", ("user", "subscriber", "alias")),
     # Wikipedia's article on Microsoft (a document the glossary was not written on)
     ("The corporate headquarters, informally known as the Microsoft Redmond campus, is located at One Microsoft Way.",
      ("Microsoft Redmond campus", "corporate headquarters", "alias")),
@@ -61,6 +68,10 @@ def test_no_term_where_none_is_defined(sentence):
 
 @pytest.mark.parametrize("sentence", [
     "Gates called MITS and claimed that he had a working interpreter.",  # a verb
+    "Use TLS 1.2 (or later) everywhere.",  # "(or Y)" that is no name
+    "Run the tests (or the linter) before you push.",  # another thing, not another name
+    "If the previous key is known (or suspected) to have been compromised.",  # a quality, and another
+    "Provide an empty (or invalid) value for the session ID.",
     "Ruby on Rails is often used with an ORM called ActiveRecord.",  # one ORM, not another name for ORMs
     "Microsoft released two projects called Microsoft AccountGuard and Defending Democracy.",
     "NASA worked with Microsoft to develop an AI-driven customer copilot, called Earth Copilot, which simplifies it.",

@@ -91,6 +91,10 @@ class Expansion:
         """What ranking reads: the question, then each other name it asks for."""
         return " ".join([self.question, *(other for _, other in self.added)])
 
+    @property
+    def also(self) -> str:
+        return " ".join(other for _, other in self.added)
+
     def trace(self) -> list[str]:
         """What `--trace` shows of it: one line, or none when the glossary added nothing."""
         if not self.added:

@@ -90,6 +90,11 @@ def index_lines(store: Path, root: Path, project: str | None = None) -> list[tup
     return rows
 
 
+# The other names a glossary gives a question's terms count half a word of the question each: a
+# name is another only where its source says so ("the session ID content (or value)"), and at
+# full weight "value" drew a question about a pepper's secret value to the session sheet
+# (issue 53: OWASP at 10,000 tokens 0.98 -> 0.96; at half, the gain stays and nothing is lost).
+ALSO_WEIGHT = 0.5
 INDEX_FOLDER = "search-index"
 INDEX_FORMAT = 1
 VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
@@ -165,12 +170,16 @@ class SearchIndex:
             found = self._docs[n] = json.loads(self._lines[n].rstrip(","))
         return found
 
-    def ranked(self, query: str) -> list[tuple[int, float, list[tuple[str, float]]]]:
+    def ranked(self, query: str, also: str = "") -> list[tuple[int, float, list[tuple[str, float]]]]:
         """(section number, score, why: each matched word with its share of the score), best
-        first; ties in the order of the index, so a ranking is reproducible."""
+        first; ties in the order of the index, so a ranking is reproducible. `also`: other names
+        the glossary gives the question's terms, each word counting ALSO_WEIGHT of one of its own."""
         if self.index is None:
             return []
-        return self.index.ranked(compounds(query, query_terms(query, self.abbreviations), self.index.vocabulary))
+        weights = compounds(query, query_terms(query, self.abbreviations), self.index.vocabulary)
+        for term, weight in query_terms(also, self.abbreviations).items() if also else ():
+            weights[term] = max(weights.get(term, 0.0), ALSO_WEIGHT * weight)
+        return self.index.ranked(weights)
 
     def __len__(self) -> int:  # its sections
         return len(self._lines)
@@ -231,13 +240,13 @@ def search_indexes(store: Path, project: str | None = None) -> list[SearchIndex]
 
 
 def ranked_docs(store: Path, query: str, project: str | None = None, embedder: QuestionEmbedder | None = None,
-                meaning: Meaning | None = None) -> list[Ranked]:
+                meaning: Meaning | None = None, also: str = "") -> list[Ranked]:
     """The sections of every index, best first: by BM25 over their words; with an embedder, by
     reciprocal rank fusion of that ranking and the one by cosine to the question's vector
     (indexes whose vectors another embedder made, or none, are ranked by words only; `meaning`
     collects why)."""
     indexes = search_indexes(store, project)
-    found = [(score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query)]
+    found = [(score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query, also)]
     lexical = sorted(_on_one_scale(indexes, found) if len(indexes) > 1 else found,
                      key=lambda r: -r[0])  # stable: ties keep each index's own order
     rows = {(at, n): Ranked(score, indexes[at].doc(n), why, lexical=place)
@@ -249,7 +258,7 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     usable = [at for at, index in enumerate(indexes) if _vectors_usable(index, embedder, meaning)]
     if not usable:
         return list(rows.values())
-    vector = embedder.vector(query)
+    vector = embedder.vector(f"{query} {also}".strip())
     # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
     by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
                         key=lambda r: -r[0])[:embedder.depth]
@@ -321,8 +330,9 @@ def search(store: Path, root: Path, query: str, project: str | None = None, limi
     in a store with no search index yet, only) the index lines of the other pages, views and specs."""
     hits: list[Hit] = []
     seen: set[str] = set()
-    query = expanded(store, query, project).query
-    for row in ranked_docs(store, query, project, embedder):
+    expansion = expanded(store, query, project)
+    query = expansion.query
+    for row in ranked_docs(store, expansion.question, project, embedder, also=expansion.also):
         page = str(row.doc["page"])
         if page not in seen:
             seen.add(page)
@@ -459,7 +469,8 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     prefix = store.relative_to(root).as_posix() + "/" if store.is_relative_to(root) else ""
     meaning = Meaning()
     expansion = expanded(store, question, project)
-    rows = [r for r in ranked_docs(store, expansion.query, project, embedder, meaning) if r.doc.get("kind") == "section"
+    rows = [r for r in ranked_docs(store, expansion.question, project, embedder, meaning, also=expansion.also)
+            if r.doc.get("kind") == "section"
             and not any(str(r.doc["page"]).startswith(prefix + folder) for folder in old)][:candidates]
     if not rows and not search_indexes(store, project):
         return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))

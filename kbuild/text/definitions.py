@@ -38,6 +38,13 @@ ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME})(?: \([^()]{{1,12}}\))?,? \(?(
 # "The Open Web Application Security Project (hereafter "OWASP")", "..., hereinafter referred to as Y"
 HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereinafter)(?:,? (?:referred to as|called))?,? "
                        rf"{OTHER_NAME}", re.I)
+# "the session ID (or token)", "the subscriber (i.e., the user)": a name, then another in
+# brackets; "(or the linter)", with an article, is another thing, not another name
+BRACKETED = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME}) \((or |i\.e\.,? (?:an? |the )?)({NAME}(?: {NAME}){{0,3}})\)")
+# what "(or Y)" and "(i.e., Y)" hold that is no name: "(or more)", "(or later)", "(i.e., all)"
+NOT_ANOTHER_NAME = frozenset("""both either more less fewer higher lower later earlier newer older greater
+smaller larger bigger equivalent similar above below not none all any other others so vice none same
+another each every its their his her whatever whichever""".split())
 # at a sentence's start: "The term X means ...", "A nonce is defined as ...", "`TypeForm` refers to ..."
 MEANING = re.compile(rf"^(?:(?:The|A|An) )?(?:term |word |phrase )?[\"“'`]?((?:{NAME}[ ]){{0,3}}{NAME})[\"”'`]? "
                      r"(?:means|is defined as|are defined as|refers to|stands for) (.{8,})$")
@@ -179,13 +186,23 @@ def sentence_definitions(sentence: str) -> list[Definition]:
         bare = short[:-1] if short.endswith("s") and short[:-1].isupper() else short
         if _spells(words.split(), bare):
             found.append(Definition(bare, words, "acronym", sentence))
+    # "X — commonly referred to as Y — is ...": a dash sets a name off as a comma does
+    commas = re.sub(r"\s+(?:—|–|--)\s+|—", ", ", sentence)
+    for name, connective, other in BRACKETED.findall(commas):
+        name, words = _name(name), other.split()
+        # one word before "(or Y)" is mostly a quality and Y another ("known (or suspected)",
+        # "empty (or invalid)"); a name of two or three words is a thing ("session ID (or token)")
+        if (1 if connective != "or " else 2) <= len(name.split()) <= 3 and not name.endswith("ed") \
+                and name.lower() != other.lower() \
+                and not {w.lower() for w in words} & (NOT_ANOTHER_NAME | STOPWORDS | {"even"}):
+            found.append(Definition(other, name, "alias", sentence))
     for pattern in (ALIAS, HEREAFTER):
-        for match in pattern.finditer(sentence):
+        for match in pattern.finditer(commas):
             name, other = _name(match.group(1)), _other(match, 2)
             # "what developers have defined, also known as ...": a verb, not a name
             if name and other and name.lower() != other.lower() and not name.endswith("ed") \
                     and not (_bare(match, name) and _differ_in_number(name, other)) \
-                    and not (pattern is ALIAS and _one_of_a_kind(match, name, sentence)):
+                    and not (pattern is ALIAS and _one_of_a_kind(match, name, commas)):
                 found.append(Definition(other, name, "alias", sentence))
     meaning = MEANING.match(sentence)
     if meaning and meaning.group(1).split()[0].lower() not in NOT_A_NAME | STOPWORDS:
