@@ -103,6 +103,15 @@ def test_an_apostrophe_adds_no_word_to_a_question():
     assert {"keep", "user", "pepper"} <= set(terms) and not {"s", "t", "ve", "ll", "re"} & set(terms)
 
 
+def test_a_comparative_is_the_word_of_its_adjective():
+    """"compatible with old pythons" missed PEP 810's "eager on older versions": the stemmer keeps
+    "older" apart from "old" (issue 53)."""
+    from kbuild.text.ranking import tokens
+
+    assert tokens("older newest stronger smallest earlier") == tokens("old new strong small early")
+    assert tokens("later latest best") != tokens("late late good")  # "later" is mostly "afterwards"
+
+
 def test_a_yes_or_no_judgement_is_no_word_of_the_question(tmp_path):
     """"is == None ok?", "is from foo import * acceptable?": the source gives its verdict as
     "should" or "avoid", never as the reader's "ok"; the "ok" of a code sample and the "accept"

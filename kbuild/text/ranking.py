@@ -19,9 +19,19 @@ WORD = re.compile(r"[a-z0-9]+")
 STEM = snowballstemmer.stemmer("english")
 
 
+# Comparatives and superlatives the stemmer keeps apart from their adjective ("older" is not
+# "old"): "compatible with old pythons" missed "eager on older versions" (issue 53).
+_DEGREES = {degree: base for base, degrees in (
+    ("old", "older oldest"), ("new", "newer newest"), ("long", "longer longest"), ("short", "shorter shortest"),
+    ("high", "higher highest"), ("low", "lower lowest"), ("large", "larger largest"), ("small", "smaller smallest"),
+    ("fast", "faster fastest"), ("slow", "slower slowest"), ("strong", "stronger strongest"),
+    ("weak", "weaker weakest"), ("safe", "safer safest"), ("big", "bigger biggest"), ("easy", "easier easiest"),
+    ("early", "earlier earliest")) for degree in degrees.split()}
+
+
 @functools.lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    return STEM.stemWord(word)  # pure Python and slow; a store's vocabulary is small, so memoise
+    return STEM.stemWord(_DEGREES.get(word, word))  # pure Python and slow; a store's vocabulary is small, so memoise
 
 
 def tokens(text: str) -> list[str]:
