@@ -110,6 +110,30 @@ def test_a_comparative_is_the_word_of_its_adjective():
 
     assert tokens("older newest stronger smallest earlier") == tokens("old new strong small early")
     assert tokens("later latest best") != tokens("late late good")  # "later" is mostly "afterwards"
+    # an irregular past, as "never sent over plain http" asks of "only send the cookie"
+    assert tokens("sent kept told chosen") == tokens("send keep tell choose")
+
+
+def test_a_readers_plain_words_ask_for_the_standards_formal_ones(tmp_path):
+    """A standard writes "instruct the browser to clear", a reader asks what to "tell the browser
+    to wipe": each plain word also asks, at half weight, for the formal words written for it, and
+    an idiom ("make sure") for its one word, not its own ("make", "sure") (issue 53)."""
+    from kbuild.text.ranking import query_terms
+
+    terms = query_terms("how do I make sure the server tells the browser to wipe it?")
+    assert terms["ensur"] == terms["instruct"] == terms["clear"] == 0.5 and terms["wipe"] == 1.0
+    assert "make" not in terms and "sure" not in terms
+    guide = "# Sessions\n\n" + "".join(f"## {title}\n\n{text}\n\n" for title, text in (
+        ("Logout", "On logout, instruct the browser to clear its storage with the Clear-Site-Data header."),
+        ("Server", "The server tells the browser the session length; a server may keep it longer."),
+        ("Make", "Make the server keep a log of each browser it serves, to be sure of its clients."),
+        ("Tabs", "A browser shares the session between its tabs; the server cannot tell them apart.")))
+    small_store(tmp_path, {"sessions.md": guide})
+    assert kbuild(tmp_path).exit_code == 0
+    result = kbuild(tmp_path, "context", "how do I make sure the server tells the browser to wipe everything?",
+                    "--budget", "120", "--trace")
+    kept = [line for line in result.output.splitlines() if line.startswith("kept")]
+    assert kept and "› Logout (" in kept[0], result.output
 
 
 def test_a_yes_or_no_judgement_is_no_word_of_the_question(tmp_path):

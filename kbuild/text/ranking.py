@@ -19,19 +19,26 @@ WORD = re.compile(r"[a-z0-9]+")
 STEM = snowballstemmer.stemmer("english")
 
 
-# Comparatives and superlatives the stemmer keeps apart from their adjective ("older" is not
-# "old"): "compatible with old pythons" missed "eager on older versions" (issue 53).
-_DEGREES = {degree: base for base, degrees in (
+# Forms the stemmer keeps apart from their word (issue 53): comparatives and superlatives ("older"
+# is not "old": "compatible with old pythons" missed "eager on older versions"), and irregular
+# past forms ("never sent over plain http" missed "only send the cookie through HTTPS").
+_BASE_FORMS = {form: base for base, forms in (
     ("old", "older oldest"), ("new", "newer newest"), ("long", "longer longest"), ("short", "shorter shortest"),
     ("high", "higher highest"), ("low", "lower lowest"), ("large", "larger largest"), ("small", "smaller smallest"),
     ("fast", "faster fastest"), ("slow", "slower slowest"), ("strong", "stronger strongest"),
     ("weak", "weaker weakest"), ("safe", "safer safest"), ("big", "bigger biggest"), ("easy", "easier easiest"),
-    ("early", "earlier earliest")) for degree in degrees.split()}
+    ("early", "earlier earliest"),
+    # and irregular past forms of verbs a question asks with, none of them another word too
+    # ("found", "left", "written" are: "written" then matched every "write" of PEP 8)
+    ("send", "sent"), ("keep", "kept"), ("tell", "told"), ("build", "built"), ("choose", "chose chosen"),
+    ("steal", "stole stolen"), ("hide", "hid hidden"), ("show", "shown"), ("lose", "lost"), ("break", "broke broken"),
+    ("take", "took taken"), ("catch", "caught"), ("get", "got gotten"), ("begin", "began begun"),
+    ("run", "ran"), ("write", "wrote"), ("give", "gave"), ("forget", "forgot forgotten")) for form in forms.split()}
 
 
 @functools.lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    return STEM.stemWord(_DEGREES.get(word, word))  # pure Python and slow; a store's vocabulary is small, so memoise
+    return STEM.stemWord(_BASE_FORMS.get(word, word))  # pure Python and slow; a store's vocabulary is small, so memoise
 
 
 def tokens(text: str) -> list[str]:
@@ -70,9 +77,11 @@ how i if in into is it its may me might my of on or our shall should so than tha
 there these they this those to us was we were what when where which while who whom why will with
 would you your yours
 ok okay fine acceptable alright
+out up off down over away
 s t d ll re ve m""".split())  # words a question is made of that say nothing of its subject; a
 # yes-or-no judgement ("is == None ok?"), which a source gives as "should" or "avoid", never in
-# the reader's word; the tails of "user's", "don't", "I'd", "we'll", "they're", "I've", "I'm"
+# the reader's word; the particle of a phrasal verb, which `compounds` joins to it ("logs out" is
+# "logout", and its "out" alone matched every "time out" and "carry out"); the tails of "user's", "don't", "I'd", "we'll", "they're", "I've", "I'm"
 # (WORD splits at the apostrophe)
 
 # Common abbreviations and the words they stand for, so a question in the short form finds a
@@ -90,6 +99,23 @@ ABBREVIATIONS = {
     "str": "string", "int": "integer", "dict": "dictionary", "obj": "object", "msg": "message",
     "err": "error", "exc": "exception", "py": "python", "ts": "timestamp", "tz": "timezone",
 }
+# A reader's plain words and the formal ones a standard writes for them, after the plain-language
+# guidance that asks writers for the first ("make sure", not "ensure"; "tell", not "notify"): read
+# backwards, a question's plain word also asks, at half weight, for the standard's. Verbs and
+# phrasal verbs mostly: a standard says "instruct the browser to clear", a reader "tell the
+# browser to wipe" (issue 53).
+PLAIN_WORDS = {
+    "make sure": "ensure", "find out": "determine", "set up": "configure", "turn off": "disable",
+    "turn on": "enable", "switch off": "disable", "switch on": "enable", "get rid of": "remove",
+    "show up": "appear", "log in": "authenticate", "sign in": "authenticate", "sign up": "register",
+    "tell": "notify inform instruct", "wipe": "clear erase", "keep": "store retain", "send": "transmit",
+    "get": "obtain retrieve", "stop": "prevent block", "check": "verify validate", "change": "modify",
+    "need": "require", "start": "initiate", "ask": "request", "let": "allow permit", "allow": "permit",
+    "enough": "sufficient", "before": "prior", "buy": "purchase", "help": "assist", "show": "display",
+    "fresh": "new", "leak": "disclose", "try": "attempt", "run": "execute", "give": "provide grant",
+    "pick": "select", "choose": "select", "main": "primary", "whole": "entire", "plain": "unencrypted",
+}
+PLAIN_WEIGHT = 0.5
 DEFINED = re.compile(r"\b((?:[A-Z][\w-]*[ -]){1,5}[A-Z][\w-]*|(?:[a-z][\w-]* ){1,5}[a-z][\w-]*) \(([A-Z][A-Za-z]{1,7})\)")
 
 
@@ -127,7 +153,18 @@ def query_terms(query: str, abbreviations: dict[str, str] | None = None) -> dict
     for short, long in table.items():
         if len(long.split()) > 1 and long in joined:
             weights.setdefault(_stem(short), 0.6)
+    stems = tuple(_stem(w) for w in words)
+    for plain, formal in _PLAIN_STEMS:
+        if any(stems[i:i + len(plain)] == plain for i in range(len(stems) - len(plain) + 1)):
+            if len(plain) > 1:  # an idiom: its words alone mean something else ("make", "sure")
+                for word in plain:
+                    weights.pop(word, None)
+            for term in formal:
+                weights[term] = max(weights.get(term, 0.0), PLAIN_WEIGHT)
     return weights
+
+
+_PLAIN_STEMS = [(tuple(tokens(plain)), tokens(formal)) for plain, formal in PLAIN_WORDS.items()]
 
 
 def compounds(query: str, weights: dict[str, float], vocabulary: Mapping[str, int]) -> dict[str, float]:
