@@ -93,6 +93,7 @@ def test_an_abbreviation_finds_the_spelled_out_term():
     terms = query_terms("what is the SLA for env vars?", {"sla": "service level agreement"})
     assert {"servic", "level", "agreement", "environ", "variabl"} <= set(terms) and "what" not in terms
     assert terms["environ"] > terms["env"]  # a text spells the term out more often than it abbreviates it
+    assert "function" in query_terms("may I write a deferred import inside a def?")  # Python's word for it
 
 
 def test_an_apostrophe_adds_no_word_to_a_question():

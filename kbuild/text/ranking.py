@@ -91,7 +91,7 @@ ABBREVIATIONS = {
     "stdlib": "standard library", "env": "environment", "var": "variable", "vars": "variables",
     "cli": "command line", "kwarg": "keyword argument", "kwargs": "keyword arguments",
     "arg": "argument", "args": "arguments", "param": "parameter", "params": "parameters",
-    "func": "function", "fn": "function", "repl": "interactive interpreter", "config": "configuration",
+    "func": "function", "fn": "function", "def": "function", "repl": "interactive interpreter", "config": "configuration",
     "docs": "documentation", "doc": "documentation", "dir": "directory", "repo": "repository",
     "db": "database", "auth": "authentication", "api": "interface", "impl": "implementation",
     "perf": "performance", "deps": "dependencies", "dep": "dependency", "init": "initialisation",
