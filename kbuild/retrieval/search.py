@@ -387,14 +387,19 @@ ALSO = "## Also relevant (summaries)\n\n"
 GAP = ("Nothing in the store speaks to this: a gap. Add a source that does (`kbuild add`), rather than guessing.\n")
 
 
-def _section_text(root: Path, doc: dict[str, object]) -> str:
-    body = _body(root / str(doc["text"]), int(doc["start"]), int(doc["end"]))  # type: ignore[call-overload]
+def _section_text(root: Path, doc: dict[str, object], texts: Texts) -> str:
+    body = _body(texts, root / str(doc["text"]), int(doc["start"]), int(doc["end"]))  # type: ignore[call-overload]
     crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
     return f"## {crumb}\n\nFrom [{Path(str(doc['page'])).stem}]({doc['page']}), text.md lines {doc['start']}-{doc['end']}:\n\n{body}\n\n"
 
 
-def _body(text: Path, start: int, end: int) -> str:
-    lines = text.read_text("utf-8", errors="replace").split("\n")
+Texts = dict[Path, list[str]]  # the lines of each text.md one context read, each read once
+
+
+def _body(texts: Texts, text: Path, start: int, end: int) -> str:
+    lines = texts.get(text)
+    if lines is None:
+        lines = texts[text] = text.read_text("utf-8", errors="replace").split("\n")
     return "\n".join(lines[start - 1:end]).strip("\n")
 
 
@@ -420,11 +425,12 @@ def _without_named_headings(body: str, crumb: tuple[str, ...]) -> str:
     return "\n".join(lines[n:]).strip("\n")
 
 
-def render_sections(kept: list[Section]) -> str:
+def render_sections(kept: list[Section], texts: Texts | None = None) -> str:
     """The sections kept, as printed: grouped by fact page (each page once, in the order of its
     best section), under it each run of adjacent sections joined into one block in the order of
     the text, under the headings over it. A context of parts of one sheet printed the page's link
     and its breadcrumb once a part: a quarter to a third of the tokens (issue 53)."""
+    texts = {} if texts is None else texts
     pages: dict[str, list[Section]] = {}
     for section in kept:
         pages.setdefault(section.hits[0].page, []).append(section)
@@ -446,7 +452,7 @@ def render_sections(kept: list[Section]) -> str:
         for block in blocks:
             first, end = block[0], max(p.end for p in block)
             heads = first.crumb[1:]
-            body = _without_named_headings(_body(first.text, first.start, end), first.crumb)
+            body = _without_named_headings(_body(texts, first.text, first.start, end), first.crumb)
             out.append(f"### {' › '.join(heads) or title} (text.md lines {first.start}-{end})\n\n{body}\n\n")
     return "".join(out)
 
@@ -475,7 +481,11 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     if not rows and not search_indexes(store, project):
         return _compose_over_index_lines(store, root, question, budget, project, max(candidates, 40))
     used = estimate_tokens(HEADER.format(question=question))
-    printed = 0  # the tokens of the sections kept, as render_sections prints them
+    # What each fact page's sections cost as render_sections prints them: a section costs what it
+    # adds to its page's, and the pages' sum bounds the whole (a ceiling per page).
+    printed: dict[str, int] = {}
+    on_page: dict[str, list[Section]] = {}
+    texts: Texts = {}
     kept: list[Section] = []
     rest: list[Section] = []
     trace = expansion.trace()
@@ -490,8 +500,10 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
                           [Hit(score, str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why,
                           lines=Lines(root / str(doc["text"]), int(doc["start"]), int(doc["end"]),  # type: ignore[call-overload]
                                       tuple(doc["crumb"])))  # type: ignore[arg-type]
-        section.text = _section_text(root, doc)
-        section.tokens = estimate_tokens(render_sections([*kept, section])) - printed
+        section.text = _section_text(root, doc, texts)
+        page = section.hits[0].page
+        with_it = estimate_tokens(render_sections([*on_page.get(page, []), section], texts))
+        section.tokens = with_it - printed.get(page, 0)
         because = ", ".join(f"{word} {share:.1f}" for word, share in why[:6]) or "no word"
         if embedder:
             places = (f"lexical {'#' + str(row.lexical) if row.lexical else '-'}, "
@@ -503,7 +515,8 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
         if used + section.tokens <= budget:
             kept.append(section)
             used += section.tokens
-            printed += section.tokens
+            printed[page] = with_it
+            on_page.setdefault(page, []).append(section)
             trace.append(f"kept   {shown} {section.tokens:5} tokens  {section.key}: {places}matched {because}")
         else:
             rest.append(section)
