@@ -72,6 +72,17 @@ def test_the_owasp_golden_set_is_honest():
         assert re.search(q["answer"], text, re.I), q
 
 
+def test_the_unseen_golden_set_is_honest():
+    """The set no ranker ran over when it was written: every answer in the sheet it names, every
+    question in a reader's words."""
+    questions = json.loads((DATA / "retrieval-questions-owasp-unseen.json").read_text())["questions"]
+    sheets = {name: DATA / f"owasp/{name}_Cheat_Sheet.md"
+              for name in ("Authentication", "Cryptographic_Storage", "Docker_Security", "Logging")}
+    assert len(questions) >= 30 and {q["source"] for q in questions} == set(sheets)
+    for q in questions:
+        assert q["wording"] == "reader" and re.search(q["answer"], " ".join(sheets[q["source"]].read_text().split()), re.I), q
+
+
 @pytest.mark.slow
 def test_recall_over_several_projects_holds_its_floor(tmp_path):
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
