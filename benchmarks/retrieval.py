@@ -199,8 +199,13 @@ def _kbuild(root: Path, *args: str) -> str:
     return done.stdout
 
 
+EVAL_SECONDS: dict[str, float] = {}  # each set's `kbuild eval --lexical`, the whole process
+
+
 def _recalls(root: Path, questions: Path, *flags: str) -> list[float]:
+    started = time.perf_counter()
     answer = json.loads(_kbuild(root, "eval", str(questions), "--json", *flags))
+    EVAL_SECONDS.setdefault(questions.name, time.perf_counter() - started)
     return [b["recall"] for b in answer["budgets"]]
 
 
@@ -281,6 +286,8 @@ def golden(endpoint: tuple[str, str] | None = None) -> None:
         count = _count(questions)
         for method, recalls in rows.items():
             print(f"| {name} ({count}) | {method} | " + " | ".join(f"{r:.2f}" for r in recalls) + " |")
+    print("\n`kbuild eval --lexical`, 4 budgets, whole process: "
+          + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in EVAL_SECONDS.items()))
     if not semantic:
         print("\n(fused ranking not measured: pip install 'kbuild[semantic]')")
 

@@ -155,13 +155,13 @@ async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: 
         heads = [h for h in piece["headings"] if h != doc.title]
         crumb = [doc.title, *heads, *(c for c in piece["covers"] if c not in heads and c != doc.title)]
         counts = Counter(tokens(body))
-        named = set(piece["covers"] or piece["headings"][-1:])
+        named = piece["covers"] or piece["headings"][-1:]  # the section's own headings
         for heading in crumb[1:]:
             for word in tokens(heading):
                 counts[word] += HEADING_WEIGHT if heading in named else ANCESTOR_WEIGHT
         counts.update(tokens(doc.title))
         if own is not None:
-            for name in piece["covers"] or piece["headings"][-1:]:
+            for name in named:
                 paragraphs = [p for p in own.get(name, "").split("\n\n") if p.strip()]
                 if name == heading and shares[heading] > 1:
                     k = shares[heading]

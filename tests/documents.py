@@ -72,6 +72,11 @@ def scripted_kbuildfile(url: str, **settings: object) -> str:
             f"kb = knowledge_base(Path(__file__).parent, model={model!r})\nRULES = kb.rules\ntargets = kb.targets\n")
 
 
+def headed(title: str, sections: tuple[tuple[str, str], ...]) -> str:
+    """A Markdown document: `# title`, then each (heading, text) as a `##` section of one paragraph."""
+    return f"# {title}\n\n" + "".join(f"## {heading}\n\n{text}\n\n" for heading, text in sections)
+
+
 def small_store(root: Path, docs: dict[str, str], project: str = "shop") -> None:
     """`kbuild init` in `root` with small facts (so short documents have several), and `docs`
     (file name -> text) added to `project`; not built yet."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import kbuild
-from documents import PAYMENTS, small_store
+from documents import PAYMENTS, headed, small_store
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def test_a_readers_plain_words_ask_for_the_standards_formal_ones(tmp_path):
     terms = query_terms("how do I make sure the server tells the browser to wipe it?")
     assert terms["ensur"] == terms["instruct"] == terms["clear"] == 0.5 and terms["wipe"] == 1.0
     assert "make" not in terms and "sure" not in terms
-    guide = "# Sessions\n\n" + "".join(f"## {title}\n\n{text}\n\n" for title, text in (
+    guide = headed("Sessions", (
         ("Logout", "On logout, instruct the browser to clear its storage with the Clear-Site-Data header."),
         ("Server", "The server tells the browser the session length; a server may keep it longer."),
         ("Make", "Make the server keep a log of each browser it serves, to be sure of its clients."),
@@ -145,7 +145,7 @@ def test_a_yes_or_no_judgement_is_no_word_of_the_question(tmp_path):
 
     terms = query_terms("is it ok, okay, fine, alright or acceptable to import * from a module?")
     assert {"import", "modul"} <= set(terms) and not {"ok", "okay", "fine", "alright", "accept"} & set(terms)
-    guide = "# Style\n\n" + "".join(f"## {title}\n\n{text}\n\n" for title, text in (
+    guide = headed("Style", (
         ("Imports", "Wildcard imports (from module import *) should be avoided."),
         ("Arguments", "A function may accept any argument; an acceptable default is None."),
         ("Samples", "The sample prints OK when the import works: print('OK').")))
@@ -243,7 +243,7 @@ def test_a_word_one_project_mentions_once_does_not_outrank_the_project_about_it(
 def test_a_word_the_sources_write_as_two_or_two_words_they_write_as_one_finds_them(tmp_path):
     """A reader writes "classmethod" where the source says "class method", or "log in" where it
     says "login": BM25 shares no word with them, so the section that answers came far down."""
-    guide = "# Guide\n\n" + "".join(f"## {title}\n\n{text}\n\n" for title, text in (
+    guide = headed("Guide", (
         ("Naming", "Always use cls for the first argument of a class method."),
         ("Arguments", "The first argument names the object; keep the first argument short."),
         ("Defaults", "A first argument may have a default value, as any argument may."),

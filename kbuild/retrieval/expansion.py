@@ -93,6 +93,7 @@ class Expansion:
 
     @property
     def also(self) -> str:
+        """The other names alone, which ranking counts at a weight of their own."""
         return " ".join(other for _, other in self.added)
 
     def trace(self) -> list[str]:

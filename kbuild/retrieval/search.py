@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ..text.markdown import ATX_HEADING, UNDERLINE, visible_text
 from ..text.ranking import SectionIndex, compounds, query_terms, rank
 from ..text.tokens import estimate_tokens
 from ..store.pages import rewritten_part
@@ -403,22 +404,19 @@ def _body(texts: Texts, text: Path, start: int, end: int) -> str:
     return "\n".join(lines[start - 1:end]).strip("\n")
 
 
-_MARKUP = re.compile(r"^#+\s*|[*_`]")
-_UNDERLINE = re.compile(r"[=~^\-'*#`:.+]{3,}")
-
-
 def _without_named_headings(body: str, crumb: tuple[str, ...]) -> str:
     """The body less the heading lines it opens with that its breadcrumb names already (a Markdown
-    "## Title", or reStructuredText's title over its underline)."""
-    named = {_MARKUP.sub("", c).strip().lower() for c in crumb}
+    "## Title", or reStructuredText's title over its underline), read as the breadcrumb was."""
+    named = set(crumb)
     lines = body.split("\n")
     n = 0
     while n < len(lines):
         line = lines[n].strip()
-        if not line or _UNDERLINE.fullmatch(line):
+        atx = ATX_HEADING.match(line)
+        if not line or UNDERLINE.match(line):
             n += 1
-        elif _MARKUP.sub("", line).strip().lower() in named and (
-                line.startswith("#") or (n + 1 < len(lines) and _UNDERLINE.fullmatch(lines[n + 1].strip()))):
+        elif (atx and visible_text(atx.group(2) or "") in named) or (
+                n + 1 < len(lines) and UNDERLINE.match(lines[n + 1]) and visible_text(line) in named):
             n += 1
         else:
             break
@@ -428,8 +426,8 @@ def _without_named_headings(body: str, crumb: tuple[str, ...]) -> str:
 def render_sections(kept: list[Section], texts: Texts | None = None) -> str:
     """The sections kept, as printed: grouped by fact page (each page once, in the order of its
     best section), under it each run of adjacent sections joined into one block in the order of
-    the text, under the headings over it. A context of parts of one sheet printed the page's link
-    and its breadcrumb once a part: a quarter to a third of the tokens (issue 53)."""
+    the text, under the headings over it: printed a part at a time, a context of parts of one
+    sheet repeated the page's link and breadcrumb for each (issue 53)."""
     texts = {} if texts is None else texts
     pages: dict[str, list[Section]] = {}
     for section in kept:

@@ -43,7 +43,7 @@ HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereina
 BRACKETED = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME}) \((or |i\.e\.,? (?:an? |the )?)({NAME}(?: {NAME}){{0,3}})\)")
 # what "(or Y)" and "(i.e., Y)" hold that is no name: "(or more)", "(or later)", "(i.e., all)"
 NOT_ANOTHER_NAME = frozenset("""both either more less fewer higher lower later earlier newer older greater
-smaller larger bigger equivalent similar above below not none all any other others so vice none same
+smaller larger bigger equivalent similar above below not none all any other others so vice same
 another each every its their his her whatever whichever""".split())
 # at a sentence's start: "The term X means ...", "A nonce is defined as ...", "`TypeForm` refers to ..."
 MEANING = re.compile(rf"^(?:(?:The|A|An) )?(?:term |word |phrase )?[\"“'`]?((?:{NAME}[ ]){{0,3}}{NAME})[\"”'`]? "

@@ -72,17 +72,18 @@ def rank(documents: list[str], query: str) -> list[tuple[int, float]]:
 # Tantivy was not measured: a native wheel and a tokenizer of its own, where this needs ours.
 
 K1, B = 1.2, 0.75
+# Words a question is made of that say nothing of its subject: its frame ("how do I"); a yes-or-no
+# judgement ("is == None ok?"), which a source gives as "should" or "avoid", never in the reader's
+# word; the particle of a phrasal verb, which `compounds` joins to it ("logs out" is "logout", and
+# its "out" alone matched every "time out"); the tails of "user's", "don't", "I'd", "we'll",
+# "they're", "I've", "I'm" (WORD splits at the apostrophe).
 STOP = frozenset("""a an and are as at be been but by can could did do does doing for from had has have
 how i if in into is it its may me might my of on or our shall should so than that the their them then
 there these they this those to us was we were what when where which while who whom why will with
 would you your yours
 ok okay fine acceptable alright
 out up off down over away
-s t d ll re ve m""".split())  # words a question is made of that say nothing of its subject; a
-# yes-or-no judgement ("is == None ok?"), which a source gives as "should" or "avoid", never in
-# the reader's word; the particle of a phrasal verb, which `compounds` joins to it ("logs out" is
-# "logout", and its "out" alone matched every "time out" and "carry out"); the tails of "user's", "don't", "I'd", "we'll", "they're", "I've", "I'm"
-# (WORD splits at the apostrophe)
+s t d ll re ve m""".split())
 
 # Common abbreviations and the words they stand for, so a question in the short form finds a
 # text that spells it out (and the other way round). A document's own "Foo Bar (FB)"
