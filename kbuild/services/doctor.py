@@ -19,7 +19,7 @@ from ..buildfile import Buildfile
 from ..engine import Engine, LockError
 from ..engine.layout import FOLDER
 from ..engine.state import damage
-from ..retrieval.embedding import installed
+from ..retrieval.embedding import INSTALL_MODEL, installed
 from ..model import Backend
 from ..store.sources import SourcesError, parse
 
@@ -97,12 +97,13 @@ def _semantic(settings: SemanticSettings | None) -> Finding:
 
     embedder = embedder_for(settings)
     try:
-        embedder.identity()  # a static model's files are there
+        embedder.identity()  # a local model's files are there
     except EmbeddingError as exc:
         return Finding("FAIL", f"semantic ranking: on, but {exc}", "install it, or turn semantic ranking off")
-    if settings.source == "model2vec":
-        if installed("model2vec") is None:
-            return Finding("FAIL", "semantic ranking: on, but model2vec is not installed", "pip install 'kbuild[semantic]'")
+    if settings.source == "local":
+        if installed("tokenizers") is None or installed("safetensors") is None:
+            return Finding("FAIL", "semantic ranking: on, but tokenizers or safetensors is not installed",
+                           INSTALL_MODEL)
         return Finding("PASS", f"semantic ranking: on, fused with words ({embedder.describe()}, offline)")
     return Finding("PASS", f"semantic ranking: on, fused with words ({embedder.describe()})")
 

