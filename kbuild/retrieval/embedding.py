@@ -55,6 +55,10 @@ class SemanticSettings(BaseModel):
     # projects asked (one shortlist, not one per project; docs/retrieval.md has what 10, 15, 20,
     # 30 and 50 measured). Read when a question is asked, so changing it rebuilds nothing.
     depth: int = Field(10, gt=0)
+    # a section less near the question than this cosine gets no place by meaning, so a question
+    # nothing in the store speaks to is still a gap (kbuild/retrieval/search.py). Read when a
+    # question is asked, like depth.
+    min_cosine: float = Field(0.25, ge=-1, le=1)
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(4, ge=0)
 
@@ -286,6 +290,7 @@ class QuestionEmbedder:
     def __init__(self, settings: SemanticSettings, state_dir: Path, cache_dir: Path) -> None:
         self.embedder = embedder_for(settings)
         self.depth = settings.depth
+        self.min_cosine = settings.min_cosine
         self._calls = _LookupCalls(state_dir, cache_dir)
         self._identity: dict[str, Any] | None = None
         self._vectors: dict[str, np.ndarray] = {}

@@ -110,9 +110,13 @@ VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
 # alone, often beside a weak word match. (The 64-dimension static model those rules were made
 # for was dropped: it added nothing on any set.) A section far down both rankings still cannot
 # outrank one near the top of both. Only the `depth` nearest in meaning take part (one shortlist
-# across the projects asked): at 10, no set lost a question to words alone at any budget; at 20
-# and 30, sections near in meaning only pushed what the words found on the PEPs out of 2,500
-# tokens (0.96 by words alone, 0.89 and 0.91 fused).
+# across the projects asked), and none less near than `min_cosine` (0.25 by default: over the
+# golden sets' stores, all-MiniLM-L6-v2 puts the section nearest to each of eight questions on
+# other subjects ("recipe for lasagna") at 0.24 at most, and every answer meaning found at 0.26
+# or more; at 0.3 the unseen set lost a question), so a question nothing speaks to is still a
+# gap. At a depth of 10, no set lost a question to words alone at any budget; at 20 and 30,
+# sections near in meaning only pushed what the words found on the PEPs out of 2,500 tokens
+# (0.96 by words alone, 0.89 and 0.91 fused).
 RRF_K = 60
 
 
@@ -257,8 +261,8 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
         return list(rows.values())
     vector = embedder.vector(f"{query} {also}".strip())
     # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
-    by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)),
-                        key=lambda r: -r[0])[:embedder.depth]
+    by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)
+                         if cosine >= embedder.min_cosine), key=lambda r: -r[0])[:embedder.depth]
     for place, (_, at, n) in enumerate(by_meaning, start=1):
         row = rows.get((at, n))
         if row is None:
@@ -480,7 +484,7 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     kept: list[Section] = []
     rest: list[Section] = []
     trace = expansion.trace()
-    trace += [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank, words first"] if embedder else []
+    trace += [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank"] if embedder else []
     trace += meaning.notes
     fmt = "6.4f" if embedder else "6.2f"  # a fused score is a sum of 1/(60 + rank): small
     for row in rows:

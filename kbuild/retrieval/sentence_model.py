@@ -76,15 +76,13 @@ class SentenceModel:
         padding = (1.0 - mask)[:, None, None, :] * -1e9  # a padded token is never attended to
         for layer in range(self.layers):
             p = f"encoder.layer.{layer}."
-
-            def heads(name: str) -> np.ndarray:
-                return self._linear(x, p + name).reshape(batch, length, self.heads, width).transpose(0, 2, 1, 3)
-
-            scores = heads("attention.self.query") @ heads("attention.self.key").transpose(0, 1, 3, 2)
+            query, key, value = (self._linear(x, p + f"attention.self.{name}").reshape(batch, length, self.heads, width)
+                                 .transpose(0, 2, 1, 3) for name in ("query", "key", "value"))
+            scores = query @ key.transpose(0, 1, 3, 2)
             scores = scores / math.sqrt(width) + padding
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
-            attended = (scores @ heads("attention.self.value")).transpose(0, 2, 1, 3).reshape(batch, length, -1)
+            attended = (scores @ value).transpose(0, 2, 1, 3).reshape(batch, length, -1)
             x = self._norm(x + self._linear(attended, p + "attention.output.dense"), p + "attention.output.LayerNorm")
             h = self._linear(x, p + "intermediate.dense")
             h = 0.5 * h * (1.0 + np.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))  # GELU
