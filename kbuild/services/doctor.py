@@ -97,9 +97,11 @@ def _semantic(settings: SemanticSettings | None) -> Finding:
 
     embedder = embedder_for(settings)
     try:
-        embedder.identity()  # a local model's files are there
+        embedder.identity()  # a folder the Kbuildfile names holds a model
+        if settings.source == "local":
+            embedder.folder()  # the default model is installed
     except EmbeddingError as exc:
-        return Finding("FAIL", f"semantic ranking: on, but {exc}", "install it, or turn semantic ranking off")
+        return Finding("FAIL", f"semantic ranking: on, but {exc}", "install it, or remove semantic= from the Kbuildfile")
     if settings.source == "local":
         if installed("tokenizers") is None or installed("safetensors") is None:
             return Finding("FAIL", "semantic ranking: on, but tokenizers or safetensors is not installed",
