@@ -8,6 +8,13 @@ or `kbuild context` that ranks by meaning), embedding 500 sections of ~120 words
 build of the vectors costs, per section), embedding a question, and ranking SECTIONS vectors by
 cosine (kbuild/retrieval/search.py's `nearest`, over a memory-mapped vectors.npy like the one
 the build writes).
+
+    python benchmarks/semantic.py --against-torch
+
+Embeds 66 pieces of 700 characters of an OWASP sheet with kbuild's numpy model and with
+sentence-transformers on torch, the same model folder, and prints both times and the lowest
+cosine between their vectors. Needs torch and sentence-transformers, so run it from the venv
+benchmarks/embeddings_server.py describes, with this checkout on PYTHONPATH.
 """
 from __future__ import annotations
 
@@ -58,5 +65,29 @@ def main(count: int) -> None:
           f"{rank * 1000:.1f} ms after")
 
 
+def against_torch() -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from kbuild.retrieval.embedding import default_model_folder
+    from kbuild.retrieval.sentence_model import SentenceModel
+
+    sheet = (Path(__file__).resolve().parent.parent / "tests/data/owasp/Logging_Cheat_Sheet.md").read_text()
+    texts = [sheet[n * 700:(n + 1) * 700] for n in range(66)]
+    folder = default_model_folder()
+    ours, theirs = SentenceModel(folder), SentenceTransformer(str(folder), device="cpu")
+    ours.encode(texts[:2]), theirs.encode(texts[:2])  # warm both up
+    started = time.perf_counter()
+    mine = ours.encode(texts)
+    numpy_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    reference = theirs.encode(texts, normalize_embeddings=True)
+    torch_seconds = time.perf_counter() - started
+    print(f"{len(texts)} pieces of 700 characters: numpy {numpy_seconds:.2f} s, sentence-transformers on torch "
+          f"{torch_seconds:.2f} s; lowest cosine between their vectors {float((mine * reference).sum(1).min()):.6f}")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    if sys.argv[1:] == ["--against-torch"]:
+        against_torch()
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)

@@ -4,8 +4,8 @@ vectors semantic ranking compares, offline, with no torch.
 Hand-written because no library runs such a model here without torch (several GB from PyPI)
 or an ONNX graph (no package carries one): sentence-transformers' own code gives the same
 vectors (cosine 0.999998 or more, tests/test_sentence_model.py), and this is as fast on the
-CPU (66 sections of 700 characters: 2.3 s here, 2.7 s with sentence-transformers on torch
-2.13 CPU, the same 2-core machine). The tokenizer is Hugging Face's `tokenizers`, the weights
+CPU (`python benchmarks/semantic.py --against-torch`, 2026-12-07, this 2-core machine: 66
+pieces of 700 characters in 2.6 s, 2.9 s with sentence-transformers on torch 2.13 CPU). The tokenizer is Hugging Face's `tokenizers`, the weights
 are read with `safetensors`: the model's own files, as its folder holds them.
 
 GELU is the tanh form (within 1e-3 of the exact one, whose erf numpy lacks and whose series
@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-BATCH = 8  # sections a forward pass: larger batches were slower here (cache), 2.5 s against 6.9 s at 32
+# texts a forward pass: a larger batch outgrows the CPU's cache (timed by hand, 2026-12-07, the
+# 66 pieces of benchmarks/semantic.py --against-torch: 2.3 s at 4, 2.4 at 8, 3.0 at 16, 4.4 at 32)
+BATCH = 8
 
 
 class ModelFolderError(ValueError):
