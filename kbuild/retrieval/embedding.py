@@ -8,9 +8,10 @@ Vectors are float32, normalised to length 1: a cosine is a dot product.
 An endpoint's vectors go through the call cache one input at a time (the request holds the
 text itself, so its key is the text's hash): an edit re-embeds only the sections whose words
 changed, and the inputs no cache holds go out together, `batch_size` to a request. A local
-model costs about 35 ms a section here and is not cached (`source_vectors` re-runs for a source
-whose sections changed); its vectors are decided by the model, which the fingerprint names: the
-default one by its package's version, one in a folder by its files' hashes.
+model costs about 60 ms a section of 120 words here (benchmarks/semantic.py) and is not
+cached (`source_vectors` re-runs for a source whose sections changed); its vectors are decided
+by the model, which the fingerprint names: the default one by its package's version, one in a
+folder by its files' hashes.
 """
 from __future__ import annotations
 
@@ -148,14 +149,15 @@ class LocalEmbedder:
         return f"{self.settings.model or 'all-MiniLM-L6-v2'} on this machine"
 
     async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray:
+        from . import sentence_model
+
         try:
-            from .sentence_model import ModelFolderError, loaded
-        except ImportError:  # tokenizers or safetensors
+            model = sentence_model.loaded(self.folder())
+        except ImportError:  # tokenizers or safetensors, read when the model loads
             raise EmbeddingError(f"semantic ranking on this machine needs: {INSTALL_MODEL}") from None
-        try:
-            return loaded(self.folder()).encode(texts)
-        except ModelFolderError as exc:
+        except sentence_model.ModelFolderError as exc:
             raise EmbeddingError(f"semantic: {exc}") from None
+        return model.encode(texts)
 
 
 def _hashes(folder: Path) -> dict[str, str]:
