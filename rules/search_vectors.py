@@ -33,7 +33,9 @@ def section_words(section: dict[str, Any], lines: list[str]) -> str:
     return crumb + "\n" + "\n".join(lines[section["start"] - 1:section["end"]])
 
 
-@rule(version=2, uses=(section_words, SourceSections.of, embedding), settings=("semantic",))
+# the model's code by name (read, not imported: numpy stays out of a no-op build)
+@rule(version=2, uses=(section_words, SourceSections.of, embedding, "kbuild.retrieval.sentence_model"),
+      settings=("semantic",))
 async def source_vectors(ctx: KnowledgeContext, project: str, source: str) -> dict[str, Any]:
     """The vector of each of a source's sections, in source_sections' order (base64 float32)."""
     joined = SourceSections.of(await ctx.query(source_sections(project, source)))

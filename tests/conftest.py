@@ -38,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # words asserts does not depend on the machine. tests/test_semantic.py covers the default.
     from kbuild.services import scaffold
 
-    scaffold.semantic_model_installed = lambda: False
+    scaffold.local_model_installed = lambda: False
 
 
 @pytest.fixture

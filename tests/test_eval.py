@@ -130,7 +130,7 @@ MEANING_FLOORS = {"retrieval-questions-owasp-unseen.json": ({2500: 0.93, 5000: 0
 def test_meaning_finds_what_a_reader_asks_in_other_words(tmp_path, monkeypatch, questions):
     from kbuild.services import scaffold
 
-    monkeypatch.setattr(scaffold, "semantic_model_installed", lambda: True)  # as where the model is installed
+    monkeypatch.setattr(scaffold, "local_model_installed", lambda: True)  # as where the model is installed
     floors, sheets = MEANING_FLOORS[questions]
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     for name in sheets:

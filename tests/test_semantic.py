@@ -221,7 +221,7 @@ def test_a_model_that_is_not_installed_fails_its_vectors_only_and_says_how_to_in
 def test_a_new_kbuildfile_ranks_by_meaning_where_its_model_is_installed(tmp_path, monkeypatch, installed):
     from kbuild.services import scaffold
 
-    monkeypatch.setattr(scaffold, "semantic_model_installed", lambda: installed)
+    monkeypatch.setattr(scaffold, "local_model_installed", lambda: installed)
     assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
     written = (tmp_path / "Kbuildfile.py").read_text()
     assert ('semantic={"source": "local"},' in written.split("kb = knowledge_base(")[1]) is installed

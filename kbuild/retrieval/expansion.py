@@ -89,7 +89,7 @@ class Expansion:
     @property
     def query(self) -> str:
         """What ranking reads: the question, then each other name it asks for."""
-        return " ".join([self.question, *(other for _, other in self.added)])
+        return f"{self.question} {self.also}".rstrip()
 
     @property
     def also(self) -> str:

@@ -19,7 +19,7 @@ from ..buildfile import Buildfile
 from ..engine import Engine, LockError
 from ..engine.layout import FOLDER
 from ..engine.state import damage
-from ..retrieval.embedding import INSTALL_MODEL, installed
+from ..retrieval.embedding import INSTALL_MODEL, READERS, EmbeddingError, embedder_for, local_model_installed
 from ..model import Backend
 from ..store.sources import SourcesError, parse
 
@@ -93,19 +93,15 @@ def _semantic(settings: SemanticSettings | None) -> Finding:
     """Whether search ranks by meaning as well as by words, and whether its embedder can work."""
     if settings is None:
         return Finding("PASS", "semantic ranking: off (search ranks by words; `semantic=` in the Kbuildfile turns it on)")
-    from ..retrieval.embedding import EmbeddingError, embedder_for
-
     embedder = embedder_for(settings)
     try:
         embedder.identity()  # a folder the Kbuildfile names holds a model
-        if settings.source == "local":
-            embedder.folder()  # the default model is installed
     except EmbeddingError as exc:
         return Finding("FAIL", f"semantic ranking: on, but {exc}", "install it, or remove semantic= from the Kbuildfile")
     if settings.source == "local":
-        if installed("tokenizers") is None or installed("safetensors") is None:
-            return Finding("FAIL", "semantic ranking: on, but tokenizers or safetensors is not installed",
-                           INSTALL_MODEL)
+        if not local_model_installed(default_model=not settings.model):
+            return Finding("FAIL", "semantic ranking: on, but semantic ranking on this machine needs its model "
+                           f"and its readers ({', '.join(READERS)})", INSTALL_MODEL)
         return Finding("PASS", f"semantic ranking: on, fused with words ({embedder.describe()}, offline)")
     return Finding("PASS", f"semantic ranking: on, fused with words ({embedder.describe()})")
 

