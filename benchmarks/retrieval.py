@@ -275,8 +275,9 @@ def golden(endpoint: tuple[str, str] | None = None) -> None:
             _kbuild(root, "init", str(root))
             if semantic:
                 kbuildfile = root / "Kbuildfile.py"
-                kbuildfile.write_text(kbuildfile.read_text().replace(
-                    "cap_tokens=4000)", f"cap_tokens=4000, semantic={settings!r})"))
+                # `kbuild init` asks for meaning itself where the model is installed: once, with these settings
+                written = re.sub(r"semantic=\{[^}]*\},\s*", "", kbuildfile.read_text())
+                kbuildfile.write_text(written.replace("cap_tokens=4000)", f"cap_tokens=4000, semantic={settings!r})"))
             for project, path in sources.items():
                 shutil.copy(path, root / path.name)
                 _kbuild(root, "add", project, path.name)

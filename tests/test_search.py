@@ -303,3 +303,44 @@ def test_a_heading_ranks_its_own_section_above_the_sections_under_it(tmp_path):
     result = kbuild(tmp_path, "context", "what are the primary defenses against SQL injection?", "--budget", "200", "--trace")
     kept = [line for line in result.output.splitlines() if line.startswith("kept")]
     assert kept and "› Primary Defenses (" in kept[0], result.output
+
+
+def test_a_context_prints_words_its_source_repeats_under_several_headings_once(tmp_path):
+    """The Docker sheet closes three rules with the same paragraph ("As a Kubernetes cluster
+    administrator, you can configure a hardened default..."): a context printed it three times,
+    a fifth of a 2,500-token budget, and the answer it pushed out was missed (issue 53)."""
+    boiler = ("As a cluster administrator, you can configure a hardened default with the admission controller. "
+              "If greater customisation is desired, consider admission webhooks or a third party alternative, "
+              "each of which checks every pod the cluster is asked to run against the policy its owners wrote, "
+              "and refuses the pods that ask for more than the policy grants them.")  # a section of its own
+    guide = ("# Containers\n\n"
+             + "".join(f"## Rule {n}: {name}\n\n" + f"{name} keeps the container safe. " * 12 + f"\n\n### In a cluster\n\n{boiler}\n\n"
+                       for n, name in ((1, "Set a user"), (2, "Limit capabilities"), (3, "Prevent escalation")))
+             + "## Secrets\n\nIn the cluster, secrets are stored in plaintext by default: add encryption. "
+             + "A key the cluster holds should be rotated, and its use logged. " * 8 + "\n")
+    small_store(tmp_path, {"containers.md": guide})
+    kbuildfile = tmp_path / "Kbuildfile.py"  # one fact, its sections cut at headings
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=15, cap_tokens=40", "floor_tokens=2000, cap_tokens=4000"))
+    assert kbuild(tmp_path).exit_code == 0
+    result = kbuild(tmp_path, "context", "how does a cluster administrator configure a hardened default?",
+                    "--budget", "330", "--trace")
+    printed = result.output[:result.output.index("kept")] if "kept" in result.output else result.output
+    assert printed.count("you can configure a hardened default") == 1, result.output
+    # the budget the copies took goes to the next section, whole
+    assert re.search(r"^kept .* › Secrets \(", result.output, re.MULTILINE), result.output
+    assert re.search(r"^same .*Rule \d: .* › In a cluster .*: the words of .*Rule \d: .* › In a cluster", result.output,
+                     re.MULTILINE), result.output  # the trace says which it repeats
+
+
+def test_a_numeronym_finds_the_word_it_counts_out():
+    """"k8s" is how developers write Kubernetes (k, 8 letters, s); a question with it found no
+    section of a sheet that spells Kubernetes out (issue 53)."""
+    from kbuild.text.ranking import query_terms, tokens
+
+    for short, long in (("k8s", "Kubernetes"), ("i18n", "internationalization"), ("l10n", "localization"),
+                        ("a11y", "accessibility"), ("o11y", "observability")):
+        assert set(tokens(long)) <= set(query_terms(f"how is {short} set up here?")), short
+    # and what a question's vector is made of: a sentence model reads "k8s" as pieces
+    from kbuild.text.ranking import spelled_out
+
+    assert spelled_out("are k8s secrets safe behind the API?") == "kubernetes"

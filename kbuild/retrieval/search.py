@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..text.markdown import ATX_HEADING, UNDERLINE, visible_text
-from ..text.ranking import SectionIndex, compounds, query_terms, rank
+from ..text.ranking import SectionIndex, compounds, query_terms, rank, spelled_out
 from ..text.tokens import estimate_tokens
 from ..store.pages import rewritten_part
 from .expansion import Expansion, expand, read_glossaries
@@ -259,7 +259,7 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
     usable = [at for at, index in enumerate(indexes) if _vectors_usable(index, embedder, meaning)]
     if not usable:
         return list(rows.values())
-    vector = embedder.vector(f"{query} {also}".strip())
+    vector = embedder.vector(" ".join(part for part in (query, also, spelled_out(query)) if part))
     # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
     by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)
                          if cosine >= embedder.min_cosine), key=lambda r: -r[0])[:embedder.depth]
@@ -487,6 +487,9 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     trace += [f"ranked by words and by meaning ({meaning.embedder}), fused by reciprocal rank"] if embedder else []
     trace += meaning.notes
     fmt = "6.4f" if embedder else "6.2f"  # a fused score is a sum of 1/(60 + rank): small
+    # A source may repeat a paragraph under several headings (the Docker sheet closes three rules
+    # with the same one): printed once, the budget the copies took goes to the next section.
+    first_with: dict[str, str] = {}  # a section's words, whitespace aside -> the first section with them
     for row in rows:
         doc, why = row.doc, row.why
         crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
@@ -495,6 +498,11 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
                           [Hit(score, str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why,
                           lines=Lines(root / str(doc["text"]), int(doc["start"]), int(doc["end"]),  # type: ignore[call-overload]
                                       tuple(doc["crumb"])))  # type: ignore[arg-type]
+        words = " ".join(_body(texts, section.lines.text, section.lines.start, section.lines.end).split())  # type: ignore[union-attr]
+        if words in first_with:
+            trace.append(f"same   {section.score:{fmt}}              {section.key}: the words of {first_with[words]}")
+            continue
+        first_with[words] = section.key
         section.text = _section_text(root, doc, texts)
         page = section.hits[0].page
         with_it = estimate_tokens(render_sections([*on_page.get(page, []), section], texts))

@@ -99,6 +99,9 @@ ABBREVIATIONS = {
     "charset": "encoding", "len": "length", "max": "maximum", "min": "minimum", "num": "number",
     "str": "string", "int": "integer", "dict": "dictionary", "obj": "object", "msg": "message",
     "err": "error", "exc": "exception", "py": "python", "ts": "timestamp", "tz": "timezone",
+    # numeronyms: the first letter, how many letters follow, the last ("k8s": Kubernetes)
+    "k8s": "kubernetes", "i18n": "internationalization", "l10n": "localization", "a11y": "accessibility",
+    "o11y": "observability", "e2e": "end to end",
 }
 # A reader's plain words and the formal ones a standard writes for them, after the plain-language
 # guidance that asks writers for the first ("make sure", not "ensure"; "tell", not "notify"): read
@@ -133,6 +136,19 @@ def defined_abbreviations(text: str) -> dict[str, str]:
                 found[letters] = " ".join(tail).lower()
                 break
     return found
+
+
+NUMERONYM = re.compile(r"[a-z]\d+[a-z]")
+
+
+def spelled_out(query: str) -> str:
+    """The words of the numeronyms a question uses ("k8s": "kubernetes"), for what reads it as a
+    whole: a sentence model reads "k8s" as three word pieces, and put beside the question
+    "kubernetes" brought the section that answers it from 13th nearest to 4th. The table's other
+    entries stay out: they are words to match ("api": "interface"), not spellings, and beside a
+    question that said "API" one cost a question its answer at 5,000 tokens."""
+    return " ".join(dict.fromkeys(ABBREVIATIONS[w] for w in WORD.findall(query.lower())
+                                  if w in ABBREVIATIONS and NUMERONYM.fullmatch(w)))
 
 
 def query_terms(query: str, abbreviations: dict[str, str] | None = None) -> dict[str, float]:
