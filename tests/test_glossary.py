@@ -43,6 +43,13 @@ def found(text: str) -> list[tuple[str, str, str]]:
      ("token", "session ID", "alias")),
     ("The session hijacking (or sidejacking) attacks follow.", ("sidejacking", "session hijacking", "alias")),
     ("The subscriber (i.e., the user) must be notified.", ("user", "subscriber", "alias")),
+    # OWASP's OAuth 2.0 sheet: a remark after the acronym, a small word in the name it spells
+    ('Proof Key for Code Exchange (PKCE, pronounced "pixy") is the technique used.',
+     ("PKCE", "Proof Key for Code Exchange", "acronym")),
+    ("The Department of Defense (DoD) wrote it.", ("DoD", "Department of Defense", "acronym")),
+    # the DOM based XSS sheet's first sentence: a lead-in to a list defines as well as any
+    ("When looking at XSS (Cross-Site Scripting), there are three generally recognized forms of XSS:\n\n"
+     "- Reflected or Stored\n- DOM Based XSS.", ("XSS", "Cross-Site Scripting", "acronym")),
     # Wikipedia's article on Microsoft (a document the glossary was not written on)
     ("The corporate headquarters, informally known as the Microsoft Redmond campus, is located at One Microsoft Way.",
      ("Microsoft Redmond campus", "corporate headquarters", "alias")),
@@ -54,6 +61,7 @@ def test_the_terms_a_sentence_defines(sentence, expected):
 @pytest.mark.parametrize("sentence", [
     "This means that the value is escaped.",  # a clause, no term
     "See the section (Note) below.",  # a word in brackets, no acronym
+    "The primary means of input validation for free-form text input should be:",  # a lead-in, cut off
     "Server Side Includes (SSI) and Trident (IE) differ.",  # IE is no initials of Trident
     "what developers have defined, also known as named property accesses",  # a verb, not a name
     # OWASP's Session Management sheet: the attacks are known as that, not the domain

@@ -25,8 +25,9 @@ class Definition:
 
 
 NAME = r"[A-Za-z][\w'’-]*"
-# "Multi-Factor Authentication (MFA)", "Web Application Firewalls (WAFs)"
-SPELLED_THEN_SHORT = re.compile(rf"((?:{NAME}[ ]){{0,7}}{NAME}) \(([A-Z][A-Za-z0-9]{{1,9}})\)")
+# "Multi-Factor Authentication (MFA)", "Web Application Firewalls (WAFs)", and with a remark
+# after it, "Proof Key for Code Exchange (PKCE, pronounced "pixy")"
+SPELLED_THEN_SHORT = re.compile(rf"((?:{NAME}[ ]){{0,7}}{NAME}) \(([A-Z][A-Za-z0-9]{{1,9}})(?:[,;] [^()]{{1,40}})?\)")
 # "DOM (Document Object Model)"
 SHORT_THEN_SPELLED = re.compile(rf"\b([A-Z][A-Z0-9]{{1,9}}s?) \(({NAME}(?: {NAME}){{1,7}})\)")
 QUOTED = r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]"
@@ -54,6 +55,8 @@ NOT_A_NAME = frozenset("this that it these those which what there here they we h
 LINKING = frozenset("is are was were often commonly also sometimes usually generally".split())
 # letters a spelled-out word may give its acronym: "Cross-Site Scripting (XSS)", "eXtensible"
 STANDS_FOR = {"cross": "x", "trans": "x", "extensible": "x", "exchange": "x"}
+# small words an acronym may pass over inside its name: "Proof Key for Code Exchange (PKCE)"
+PASSED_OVER = frozenset("a an and at by for in of on or the to with".split())
 
 
 def _letters(word: str) -> tuple[set[str], list[str]]:
@@ -76,6 +79,8 @@ def _spells(words: list[str], short: str) -> bool:
     def match(w: int, at: int) -> bool:
         if w == len(words):
             return at == len(letters)
+        if w and words[w].lower() in PASSED_OVER and match(w + 1, at):
+            return True
         first, others = _letters(words[w])
         if at == len(letters) or letters[at] not in first:
             return False
@@ -204,8 +209,8 @@ def sentence_definitions(sentence: str) -> list[Definition]:
                     and not (_bare(match, name) and _differ_in_number(name, other)) \
                     and not (pattern is ALIAS and _one_of_a_kind(match, name, commas)):
                 found.append(Definition(other, name, "alias", sentence))
-    meaning = MEANING.match(sentence)
-    if meaning and meaning.group(1).split()[0].lower() not in NOT_A_NAME | STOPWORDS:
+    meaning = MEANING.match(sentence)  # a lead-in's meaning goes on in its list: no meaning in it alone
+    if meaning and not sentence.endswith(":") and meaning.group(1).split()[0].lower() not in NOT_A_NAME | STOPWORDS:
         found.append(Definition(meaning.group(1), meaning.group(2).rstrip(". "), "meaning", sentence))
     return found
 
@@ -215,7 +220,7 @@ def definitions(text: str) -> list[Definition]:
     each once: a term defined again keeps its first definition of each kind."""
     seen: set[tuple[str, str]] = set()
     found = []
-    for sentence in prose_sentences(text):
+    for sentence in prose_sentences(text, lead_ins=True):
         for d in sentence_definitions(sentence):
             key = (d.term.lower(), d.kind)
             if key not in seen:

@@ -181,12 +181,14 @@ def _header_lines(lines: list[str]) -> set[int]:
     return found
 
 
-def prose_sentences(span: str) -> list[str]:
-    """Whole statements of a span's prose: no list markers, no lead-ins to a block that is not there.
+def prose_sentences(span: str, lead_ins: bool = False) -> list[str]:
+    """Whole statements of a span's prose: no list markers, no lead-ins to a block that is not
+    there (unless `lead_ins`: a lead-in may define a term, "When looking at XSS (Cross-Site
+    Scripting), there are three forms:").
 
     What views select from and cite: a view's statement is one of these, word for word."""
     found = (LIST_ITEM.sub("", s) for s in split_sentences(clean(span, prose_only=True)))
-    return [s for s in found if not s.endswith(":") and is_statement(s)]
+    return [s for s in found if (lead_ins or not s.endswith(":")) and is_statement(s)]
 
 
 WHOLE_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")  # opened and closed by backticks of one count
