@@ -182,3 +182,52 @@ def test_context_and_search_take_the_readers_words_for_the_sources_and_trace_it(
     assert "A lost MFA device MUST be revoked within 24 hours." in result.output
     result = kbuild(store, "search", "lost multi-factor authentication device")
     assert result.exit_code == 0 and "Devices" in result.output, result.output
+
+
+STANDARD_LISTS = """# List of Symbols, Abbreviations, and Acronyms
+
+AAL
+: Authentication Assurance Level
+
+CSP
+: Credential Service Provider
+
+# Definitions
+
+Authenticator
+: Something the subject possesses and controls that is used to authenticate a subscriber.
+
+Network
+: An open communications medium, typically the Internet.
+
+| Acronym | Meaning |
+|---|---|
+| IAL | Identity Assurance Level |
+| FAL | Federation Assurance Level |
+| SMS | Text messages |
+| NA | - |
+
+- PAD: Presentation Attack Detection
+- **KBV** — Knowledge-Based Verification
+- Note: the list is not complete.
+
+# Requirements
+
+The CSP SHALL bind at least one authenticator at AAL2.
+"""
+
+
+def test_a_standards_lists_of_abbreviations_and_definitions():
+    """A standard names its acronyms in a list of its own, not in its sentences: a definition
+    list ("AAL" then ": Authentication Assurance Level", as kramdown and Pandoc write one), a
+    table, a list of items. Each is an acronym where its words spell it; a definition list's other
+    terms are given their meaning."""
+    terms = found(STANDARD_LISTS)
+    for short, long in (("AAL", "Authentication Assurance Level"), ("CSP", "Credential Service Provider"),
+                        ("IAL", "Identity Assurance Level"), ("FAL", "Federation Assurance Level"),
+                        ("PAD", "Presentation Attack Detection"), ("KBV", "Knowledge-Based Verification")):
+        assert (short, long, "acronym") in terms, (short, terms)
+    assert ("Authenticator", "Something the subject possesses and controls that is used to authenticate a "
+            "subscriber", "meaning") in terms
+    assert ("Network", "An open communications medium, typically the Internet", "meaning") in terms
+    assert not [t for t in terms if t[0] in {"SMS", "NA", "Note", "Acronym"}], terms  # words that spell no acronym

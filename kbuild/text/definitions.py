@@ -63,6 +63,8 @@ def _letters(word: str) -> tuple[set[str], list[str]]:
     """The letters a word may give an acronym: its first (or the letter a prefix such as "Cross"
     stands for), then, in order, each hyphenated part's first and each capital inside it."""
     parts = [p for p in re.split(r"[-–]", word) if p]
+    if not parts:  # a dash standing for a word: "| AB | - |"
+        return set(), []
     first = {word[0].lower()} | ({STANDS_FOR[parts[0].lower()]} if parts[0].lower() in STANDS_FOR else set())
     if word[0].islower():  # "eXternal" gives its X
         first |= {c.lower() for c in word if c.isupper()}
@@ -215,15 +217,40 @@ def sentence_definitions(sentence: str) -> list[Definition]:
     return found
 
 
+# A standard's lists of abbreviations and of definitions, as Markdown writes them: a definition
+# list (kramdown, Pandoc, PHP Markdown Extra: the term on a line, ": what it means" on the next),
+# a table row ("| AAL | Authentication Assurance Level |") and a list item ("- PAD: Presentation
+# Attack Detection", "- **KBV** — ..."). Where its words spell the term, an acronym; a definition
+# list's other terms have a meaning; a table's or list's, nothing (a note, a heading's word).
+DEFINITION_LIST = re.compile(r"^(?P<term>[A-Za-z0-9][^\n:|#>]{0,60}?)[ \t]*\n: +(?P<means>\S[^\n]*)", re.M)
+SHORT = r"(?:\*\*|__)?(?P<term>[A-Z][A-Za-z0-9]{1,9})(?:\*\*|__)?"
+LISTED = (re.compile(rf"^\|[ \t]*{SHORT}[ \t]*\|[ \t]*(?P<means>[^|\n]+?)[ \t]*\|", re.M),
+          re.compile(rf"^[ \t]*[-*+][ \t]+{SHORT}[ \t]*(?::|—|–| -)[ \t]+(?P<means>[^\n]+)", re.M))
+
+
+def listed_definitions(text: str) -> list[tuple[int, Definition]]:
+    """The terms a text's lists of abbreviations and definitions give, with where each stands."""
+    found = []
+    for pattern in (DEFINITION_LIST, *LISTED):
+        for match in pattern.finditer(text):
+            term, means = match.group("term").strip(), match.group("means").strip().rstrip(".").strip()
+            entry = f"{term}: {means}"
+            if re.fullmatch(r"[A-Z][A-Za-z0-9]{1,9}", term) and _spells(means.split(), term.rstrip("s")):
+                found.append((match.start(), Definition(term, means, "acronym", entry)))
+            elif pattern is DEFINITION_LIST and len(term.split()) <= 6:
+                found.append((match.start(), Definition(term, means, "meaning", entry)))
+    return sorted(found, key=lambda f: f[0])
+
+
 def definitions(text: str) -> list[Definition]:
-    """The terms a text's prose defines, in the order it defines them (code and markup aside),
+    """The terms a text defines, in its lists of them, then in its prose (code and markup aside),
     each once: a term defined again keeps its first definition of each kind."""
     seen: set[tuple[str, str]] = set()
     found = []
-    for sentence in prose_sentences(text, lead_ins=True):
-        for d in sentence_definitions(sentence):
-            key = (d.term.lower(), d.kind)
-            if key not in seen:
-                seen.add(key)
-                found.append(d)
+    listed = [d for _, d in listed_definitions(text)]
+    for d in listed + [d for sentence in prose_sentences(text, lead_ins=True) for d in sentence_definitions(sentence)]:
+        key = (d.term.lower(), d.kind)
+        if key not in seen:
+            seen.add(key)
+            found.append(d)
     return found
