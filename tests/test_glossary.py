@@ -50,6 +50,10 @@ def found(text: str) -> list[tuple[str, str, str]]:
     # the DOM based XSS sheet's first sentence: a lead-in to a list defines as well as any
     ("When looking at XSS (Cross-Site Scripting), there are three generally recognized forms of XSS:\n\n"
      "- Reflected or Stored\n- DOM Based XSS.", ("XSS", "Cross-Site Scripting", "acronym")),
+    # "Y (X)": one common noun, another in bare brackets (the Multi-Tenant and Ruby on Rails sheets)
+    ("Multi-tenant applications serve multiple customers (tenants) from a shared infrastructure.",
+     ("tenants", "customers", "alias")),
+    ("Rails uses third-party libraries (gems) for most things.", ("gems", "libraries", "alias")),
     # Wikipedia's article on Microsoft (a document the glossary was not written on)
     ("The corporate headquarters, informally known as the Microsoft Redmond campus, is located at One Microsoft Way.",
      ("Microsoft Redmond campus", "corporate headquarters", "alias")),
@@ -77,6 +81,8 @@ def test_no_term_where_none_is_defined(sentence):
 @pytest.mark.parametrize("sentence", [
     "Gates called MITS and claimed that he had a working interpreter.",  # a verb
     "Use TLS 1.2 (or later) everywhere.",  # "(or Y)" that is no name
+    "Run 10,000 iterations (recommended) and keep the time (international format).",  # a remark in brackets
+    "Kubernetes (recommended) runs it; the header is used (sparingly) by browsers (source).",
     "Run the tests (or the linter) before you push.",  # another thing, not another name
     "If the previous key is known (or suspected) to have been compromised.",  # a quality, and another
     "Provide an empty (or invalid) value for the session ID.",

@@ -42,6 +42,13 @@ HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereina
 # "the session ID (or token)", "the subscriber (i.e., the user)": a name, then another in
 # brackets; "(or the linter)", with an article, is another thing, not another name
 BRACKETED = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME}) \((or |i\.e\.,? (?:an? |the )?)({NAME}(?: {NAME}){{0,3}})\)")
+# "multiple customers (tenants)", "the right output method (sink)": a common noun, then another
+# in bare brackets. One word each side, no hyphen, neither a participle, an adverb nor a small
+# word, both in the same number: over the sheets and PEPs here most of what is left is another
+# name ("libraries (gems)", "output (stdout)": 11 of the 15 pairs; not "accesses (ports)" nor "a
+# checker (beartype)"), where two words in the brackets were mostly a
+# remark ("iterations (recommended)", "time (international format)").
+ONE_WORD_ASIDE = re.compile(r"\b([a-z]{4,}) \(([a-z]{3,})\)")
 # what "(or Y)" and "(i.e., Y)" hold that is no name: "(or more)", "(or later)", "(i.e., all)"
 NOT_ANOTHER_NAME = frozenset("""both either more less fewer higher lower later earlier newer older greater
 smaller larger bigger equivalent similar above below not none all any other others so vice same
@@ -202,6 +209,11 @@ def sentence_definitions(sentence: str) -> list[Definition]:
         if (1 if connective != "or " else 2) <= len(name.split()) <= 3 and not name.endswith("ed") \
                 and name.lower() != other.lower() \
                 and not {w.lower() for w in words} & (NOT_ANOTHER_NAME | STOPWORDS | {"even"}):
+            found.append(Definition(other, name, "alias", sentence))
+    for name, other in ONE_WORD_ASIDE.findall(sentence):
+        if name != other and not {name, other} & (NOT_ANOTHER_NAME | STOPWORDS) \
+                and not any(w.endswith(("ed", "ly", "ing")) for w in (name, other)) \
+                and not _differ_in_number(name, other):
             found.append(Definition(other, name, "alias", sentence))
     for pattern in (ALIAS, HEREAFTER):
         for match in pattern.finditer(commas):
