@@ -91,6 +91,36 @@ def test_one_shared_common_stem_is_not_enough_and_nothing_on_topic_is_a_gap():
     assert rank("the rules and guidelines", candidates(docs)) == []  # no subject at all
 
 
+def test_a_request_that_lists_its_subjects_asks_for_each():
+    """"password length, throttling and reauthentication requirements" over a standard that says
+    each in a sentence of its own was a gap: no sentence holds two thirds of all three subjects."""
+    standard = """# Authenticators
+
+## Memorized secrets
+
+Passwords SHALL be at least 8 characters in length. Verifiers SHALL NOT impose composition rules.
+
+## Rate limiting (throttling)
+
+Throttling SHALL limit consecutive failed attempts on one account to no more than 100.
+
+## Reauthentication
+
+Reauthentication SHALL be repeated after any period of inactivity lasting 30 minutes or longer.
+
+## Records
+
+Records of each attempt are kept for a year.
+"""
+    docs = {"standard.md": standard, "releases.md": RELEASES}
+    said = [h.sentence for h in rank("password length, throttling and reauthentication requirements",
+                                     candidates(docs))]
+    assert "Passwords SHALL be at least 8 characters in length." in said
+    assert "Throttling SHALL limit consecutive failed attempts on one account to no more than 100." in said
+    assert "Reauthentication SHALL be repeated after any period of inactivity lasting 30 minutes or longer." in said
+    assert not [s for s in said if "Records" in s or "Releases" in s], said
+
+
 def test_a_sentence_that_goes_on_from_a_hit_in_its_list_item_is_kept():
     text = """# Programming Recommendations
 

@@ -220,6 +220,20 @@ def asked_about(about: str) -> str:
     return HOW_IT_WORKS.sub(r"\1", about)
 
 
+# "password length, throttling and reauthentication": a list of subjects, each asked for
+LISTED_SUBJECTS = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+
+
+def subjects(about: str) -> list[str]:
+    """The subjects a request lists, split at its commas and the "and" or "or" before its last;
+    one subject where it has no comma ("tabs or spaces for indentation", "blank lines around
+    functions and classes" ask for one thing each)."""
+    if "," not in about:
+        return [about]
+    parts = [part for part in LISTED_SUBJECTS.split(about) if content_terms(part)]
+    return parts if len(parts) > 1 else [about]
+
+
 def _said_once(candidates: Sequence[Candidate], kept: list[int]) -> list[int]:
     """The kept candidates, but a sentence said again (in another fact or source) only where it
     first stands: a view states it once."""
@@ -251,7 +265,18 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     section has more than `per_source`.
 
     With `same` (the project's glossary), every name of a term is one word: "multi-factor
-    authentication" is "MFA". A sentence said again is kept once, where it first stands."""
+    authentication" is "MFA". A sentence said again is kept once, where it first stands. A
+    request that lists its subjects (`subjects`) keeps what speaks to any of them."""
+    listed = subjects(asked_about(about))
+    if len(listed) > 1:
+        place = {(c.ref, c.passage.text): n for n, c in enumerate(candidates)}
+        best: dict[int, Hit] = {}
+        for subject in listed:
+            for hit in rank(subject, candidates, per_source, same):
+                n = place[(hit.ref, hit.sentence)]
+                if n not in best or hit.score > best[n].score:
+                    best[n] = hit
+        return [best[n] for n in _said_once(candidates, sorted(best))]
     shown = candidates
     about = asked_about(about)
     if same:
