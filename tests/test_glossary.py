@@ -48,8 +48,8 @@ def found(text: str) -> list[tuple[str, str, str]]:
      ("PKCE", "Proof Key for Code Exchange", "acronym")),
     ("The Department of Defense (DoD) wrote it.", ("DoD", "Department of Defense", "acronym")),
     # the DOM based XSS sheet's first sentence: a lead-in to a list defines as well as any
-    ("When looking at XSS (Cross-Site Scripting), there are three generally recognized forms of XSS:\n\n"
-     "- Reflected or Stored\n- DOM Based XSS.", ("XSS", "Cross-Site Scripting", "acronym")),
+    (("When looking at XSS (Cross-Site Scripting), there are three generally recognized forms of XSS:\n\n"
+      "- Reflected or Stored\n- DOM Based XSS."), ("XSS", "Cross-Site Scripting", "acronym")),
     # "Y (X)": one common noun, another in bare brackets (the Multi-Tenant and Ruby on Rails sheets)
     ("Multi-tenant applications serve multiple customers (tenants) from a shared infrastructure.",
      ("tenants", "customers", "alias")),
@@ -233,7 +233,7 @@ def test_a_standards_lists_of_abbreviations_and_definitions():
                         ("IAL", "Identity Assurance Level"), ("FAL", "Federation Assurance Level"),
                         ("PAD", "Presentation Attack Detection"), ("KBV", "Knowledge-Based Verification")):
         assert (short, long, "acronym") in terms, (short, terms)
-    assert ("Authenticator", "Something the subject possesses and controls that is used to authenticate a "
-            "subscriber", "meaning") in terms
+    assert ("Authenticator", ("Something the subject possesses and controls that is used to authenticate a "
+                              "subscriber"), "meaning") in terms
     assert ("Network", "An open communications medium, typically the Internet", "meaning") in terms
     assert not [t for t in terms if t[0] in {"SMS", "NA", "Note", "Acronym"}], terms  # words that spell no acronym

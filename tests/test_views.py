@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -354,30 +353,35 @@ The office opens at nine. An MFA device MUST be registered to one person only.
 """
 
 
+def _views_of_three_wordings(root: Path, project: str, sources: dict[str, str], wordings: tuple[str, str, str],
+                             spec_of: str = "") -> dict[str, list[str]]:
+    """Views "short", "long" and "spelled" of one project, built (and a spec of one of them): the
+    statements of each."""
+    assert kbuild(root, "init", str(root)).exit_code == 0
+    for name, text in sources.items():
+        (root / name).write_text(text)
+        assert kbuild(root, "add", project, name).exit_code == 0
+    for name, about in zip(("short", "long", "spelled"), wordings):
+        assert kbuild(root, "view", "add", project, name, "--about", about).exit_code == 0
+    if spec_of:
+        assert kbuild(root, "spec", "add", project, f"{spec_of}-rules", "--view", spec_of).exit_code == 0
+    result = kbuild(root)
+    assert result.exit_code == 0, result.output
+    return {view: [line.split(" ([")[0] for line in (root / f"kb/{project}/artifacts/views/{view}.md").read_text().splitlines()
+                   if line.startswith("- ")] for view in ("short", "long", "spelled")}
+
+
 def test_a_view_requested_with_the_expansion_holds_what_the_acronym_wording_holds_none_twice(tmp_path):
     """Issue 53, fault 2: "how <expansion> (<ACRONYM>) devices work" held 1 statement where the
     acronym alone held 24, 5 of them twice. An acronym the sources define is the same word as its
     expansion, and a sentence two sources repeat is stated once (in the view and its spec)."""
-    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
-    for name, text in [("standard.md", MFA_STANDARD), ("handbook.md", MFA_ELSEWHERE)]:
-        (tmp_path / name).write_text(text)
-        assert kbuild(tmp_path, "add", "auth", name).exit_code == 0
-    for name, about in [("short", "MFA devices and their requirements"),
-                        ("long", "how multi-factor authentication (MFA) devices work and their requirements"),
-                        ("spelled", "multi-factor authentication devices and their requirements")]:
-        assert kbuild(tmp_path, "view", "add", "auth", name, "--about", about).exit_code == 0
-    assert kbuild(tmp_path, "spec", "add", "auth", "long-rules", "--view", "long").exit_code == 0
-    result = kbuild(tmp_path)
-    assert result.exit_code == 0, result.output
-
-    def statements(view: str) -> list[str]:
-        page = (tmp_path / f"kb/auth/artifacts/views/{view}.md").read_text()
-        return [line.split(" ([")[0] for line in page.splitlines() if line.startswith("- ")]
-
-    short = statements("short")
+    views = _views_of_three_wordings(tmp_path, "auth", {"standard.md": MFA_STANDARD, "handbook.md": MFA_ELSEWHERE}, (
+        "MFA devices and their requirements", "how multi-factor authentication (MFA) devices work and their requirements",
+        "multi-factor authentication devices and their requirements"), spec_of="long")
+    short = views["short"]
     assert len(short) >= 5 and "- A lost MFA device MUST be revoked within 24 hours." in short, short
-    assert statements("long") == short
-    assert statements("spelled") == short
+    assert views["long"] == short
+    assert views["spelled"] == short
     assert len(set(short)) == len(short)
     spec = (tmp_path / "kb/auth/artifacts/specs/long-rules.md").read_text()
     requirements = [line.split("** ", 1)[1].split(" ([")[0] for line in spec.splitlines() if line.startswith("**R")]
@@ -389,21 +393,10 @@ def test_a_view_of_a_real_sheet_requested_by_acronym_or_its_words_holds_the_same
     Key for Code Exchange (PKCE, pronounced "pixy")", a remark in the brackets and a small word
     inside the name. The glossary missed it, and the view asked for by the acronym held 18
     statements where the words held 12 (issue 53)."""
-    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
-    shutil.copy(DATA / "owasp/OAuth2_Cheat_Sheet.md", tmp_path / "oauth2.md")
-    assert kbuild(tmp_path, "add", "oauth", "oauth2.md").exit_code == 0
-    for name, about in [("short", "PKCE and its requirements"),
-                        ("long", "how proof key for code exchange (PKCE) works and its requirements"),
-                        ("spelled", "proof key for code exchange and its requirements")]:
-        assert kbuild(tmp_path, "view", "add", "oauth", name, "--about", about).exit_code == 0
-    result = kbuild(tmp_path)
-    assert result.exit_code == 0, result.output
-
-    def statements(view: str) -> list[str]:
-        page = (tmp_path / f"kb/oauth/artifacts/views/{view}.md").read_text()
-        return [line.split(" ([")[0] for line in page.splitlines() if line.startswith("- ")]
-
-    short = statements("short")
+    views = _views_of_three_wordings(tmp_path, "oauth", {"oauth2.md": (DATA / "owasp/OAuth2_Cheat_Sheet.md").read_text()}, (
+        "PKCE and its requirements", "how proof key for code exchange (PKCE) works and its requirements",
+        "proof key for code exchange and its requirements"))
+    short = views["short"]
     assert len(short) >= 10 and len(set(short)) == len(short), short
     assert any("PKCE" in s for s in short) and any("code_verifier" in s for s in short), short
-    assert statements("long") == short and statements("spelled") == short
+    assert views["long"] == short and views["spelled"] == short
