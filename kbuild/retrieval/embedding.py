@@ -55,7 +55,8 @@ class SemanticSettings(BaseModel):
     batch_size: int = Field(256, gt=0, le=MAX_INPUTS)  # inputs per /embeddings request
     # the sections nearest in meaning that join the fusion with the words' ranking, across all the
     # projects asked (one shortlist, not one per project; docs/retrieval.md has what 10, 15, 20,
-    # 30 and 50 measured). Read when a question is asked, so changing it rebuilds nothing.
+    # 30 and 50 measured); `kbuild context` takes one per 500 tokens of its budget where that is
+    # more. Read when a question is asked, so changing it rebuilds nothing.
     depth: int = Field(10, gt=0)
     # a section less near the question than this cosine gets no place by meaning, so a question
     # nothing in the store speaks to is still a gap (kbuild/retrieval/search.py). Read when a
