@@ -42,6 +42,12 @@ def test_an_acceptance_criterion_says_how_to_test_not_what_was_said():
     assert "(at 12 characters it holds; at 11 characters it fails)" in floor.acceptance
     never = requirement("A single payment MUST NOT exceed 10,000 EUR.")
     assert "can be seen never to exceed 10,000 EUR" in never.acceptance
+    # a condition keeps its own word: "when unless otherwise specified" said nothing (NIST SP 800-63B's wording)
+    unless = requirement("Unless otherwise specified in the description of a given authenticator, the verifier SHALL "
+                         "limit consecutive failed authentication attempts on a single subscriber account to no more than 100.")
+    assert unless.acceptance.startswith("Given the verifier; unless otherwise specified in the description of a given "
+                                        "authenticator, at each limit; then"), unless.acceptance
+    assert "(at 100 it holds; at 101 it fails)" in unless.acceptance
 
 
 def test_a_model_acceptance_that_restates_or_drops_a_limit_is_refused():

@@ -130,13 +130,15 @@ def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> st
         conditions += [c.strip() for c in TRAILING_CONDITION.findall(what)]
         thens.append(THEN[strength].format(who=subject, what=what))
     limits = [q.edge() for q in quantities(body)]
-    when = "; ".join(re.sub(r"^(?:if|when|whenever)\s+", "", _lower_first(c), flags=re.I) for c in conditions) \
-        if conditions else "it is exercised"
+    # "if X" and "whenever X" read "when X"; "unless X", "once X", "while X" keep their word
+    # ("when unless otherwise specified" said nothing)
+    when = "; ".join(re.sub(r"^(?:if|when|whenever)\s+", "when ", _lower_first(c), flags=re.I) for c in conditions) \
+        if conditions else "when it is exercised"
     if limits:
         when += ", at each limit"
     then = "; and ".join(thens)
     edges = " and ".join(f"({edge})" for edge in limits)  # each limit's two sides together
-    return f"Given {subject}; when {when}; then {then}" + (f" {edges}" if edges else "") + "."
+    return f"Given {subject}; {when}; then {then}" + (f" {edges}" if edges else "") + "."
 
 
 def subject(sentence: str, keyword: str) -> str:
