@@ -274,6 +274,14 @@ def _by_wording(questions: Path, folder: Path) -> dict[str, Path]:
     return files if len(files) > 1 else {}
 
 
+def _ask_for_meaning(root: Path, settings: dict[str, str]) -> None:
+    """The Kbuildfile `kbuild init` wrote, ranking by meaning with these settings (init asks for
+    meaning itself where the model is installed: once, then)."""
+    kbuildfile = root / "Kbuildfile.py"
+    written = re.sub(r"semantic=\{[^}]*\},\s*", "", kbuildfile.read_text())
+    kbuildfile.write_text(written.replace("cap_tokens=4000)", f"cap_tokens=4000, semantic={settings!r})"))
+
+
 def golden(endpoint: tuple[str, str] | None = None) -> None:
     """`endpoint`: (base url, model) of an /embeddings endpoint to rank by meaning with."""
     semantic = endpoint is not None or (importlib.util.find_spec("tokenizers") is not None
@@ -289,10 +297,7 @@ def golden(endpoint: tuple[str, str] | None = None) -> None:
             root = Path(folder)
             _kbuild(root, "init", str(root))
             if semantic:
-                kbuildfile = root / "Kbuildfile.py"
-                # `kbuild init` asks for meaning itself where the model is installed: once, with these settings
-                written = re.sub(r"semantic=\{[^}]*\},\s*", "", kbuildfile.read_text())
-                kbuildfile.write_text(written.replace("cap_tokens=4000)", f"cap_tokens=4000, semantic={settings!r})"))
+                _ask_for_meaning(root, settings)
             for project, path in sources.items():
                 shutil.copy(path, root / path.name)
                 _kbuild(root, "add", project, path.name)
@@ -326,9 +331,7 @@ def volumes() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         _kbuild(root, "init", str(root))
-        kbuildfile = root / "Kbuildfile.py"
-        written = re.sub(r"semantic=\{[^}]*\},\s*", "", kbuildfile.read_text())
-        kbuildfile.write_text(written.replace("cap_tokens=4000)", "cap_tokens=4000, semantic={'source': 'local'})"))
+        _ask_for_meaning(root, {"source": "local"})
         for n, sheet in enumerate(sheets):
             shutil.copy(sheet, root / sheet.name)
             _kbuild(root, "add", f"volume-{n % 4 + 1}", sheet.name)

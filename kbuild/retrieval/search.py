@@ -395,8 +395,7 @@ ALSO = "## Also relevant (summaries)\n\n"
 GAP = ("Nothing in the store speaks to this: a gap. Add a source that does (`kbuild add`), rather than guessing.\n")
 
 
-def _section_text(root: Path, doc: dict[str, object], texts: Texts) -> str:
-    body = _body(texts, root / str(doc["text"]), int(doc["start"]), int(doc["end"]))  # type: ignore[call-overload]
+def _section_text(doc: dict[str, object], body: str) -> str:
     crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
     return f"## {crumb}\n\nFrom [{Path(str(doc['page'])).stem}]({doc['page']}), text.md lines {doc['start']}-{doc['end']}:\n\n{body}\n\n"
 
@@ -509,12 +508,13 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
                           [Hit(score, str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why,
                           lines=Lines(root / str(doc["text"]), int(doc["start"]), int(doc["end"]),  # type: ignore[call-overload]
                                       tuple(doc["crumb"])))  # type: ignore[arg-type]
-        words = " ".join(_body(texts, section.lines.text, section.lines.start, section.lines.end).split())  # type: ignore[union-attr]
+        body = _body(texts, section.lines.text, section.lines.start, section.lines.end)  # type: ignore[union-attr]
+        words = " ".join(body.split())
         if words in first_with:
             trace.append(f"same   {section.score:{fmt}}              {section.key}: the words of {first_with[words]}")
             continue
         first_with[words] = section.key
-        section.text = _section_text(root, doc, texts)
+        section.text = _section_text(doc, body)
         page = section.hits[0].page
         with_it = estimate_tokens(render_sections([*on_page.get(page, []), section], texts))
         section.tokens = with_it - printed.get(page, 0)

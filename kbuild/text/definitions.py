@@ -45,9 +45,9 @@ BRACKETED = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME}) \((or |i\.e\.,? (?:an? |t
 # "multiple customers (tenants)", "the right output method (sink)": a common noun, then another
 # in bare brackets. One word each side, no hyphen, neither a participle, an adverb nor a small
 # word, both in the same number: over the sheets and PEPs here most of what is left is another
-# name ("libraries (gems)", "output (stdout)": 11 of the 15 pairs; not "accesses (ports)" nor "a
-# checker (beartype)"), where two words in the brackets were mostly a
-# remark ("iterations (recommended)", "time (international format)").
+# name ("libraries (gems)", "output (stdout)": 11 of the 15 pairs; not "accesses (ports)" nor
+# "a checker (beartype)"), where two words in the brackets were mostly a remark ("iterations
+# (recommended)", "time (international format)").
 ONE_WORD_ASIDE = re.compile(r"\b([a-z]{4,}) \(([a-z]{3,})\)")
 # what "(or Y)" and "(i.e., Y)" hold that is no name: "(or more)", "(or later)", "(i.e., all)"
 NOT_ANOTHER_NAME = frozenset("""both either more less fewer higher lower later earlier newer older greater
@@ -234,15 +234,15 @@ def sentence_definitions(sentence: str) -> list[Definition]:
 # a table row ("| AAL | Authentication Assurance Level |") and a list item ("- PAD: Presentation
 # Attack Detection", "- **KBV** — ..."). Where its words spell the term, an acronym; a definition
 # list's other terms have a meaning; a table's or list's, nothing (a note, a heading's word).
-DEFINITION_LIST = re.compile(r"^(?P<term>[A-Za-z0-9][^\n:|#>]{0,60}?)[ \t]*\n: +(?P<means>\S[^\n]*)", re.M)
+DEFINITION_LIST = re.compile(r"^(?P<term>[A-Za-z0-9][^\n:|#>]{0,60}?)[ \t]*\n: +(?P<means>\S[^\n]*)", re.MULTILINE)
 SHORT = r"(?:\*\*|__)?(?P<term>[A-Z][A-Za-z0-9]{1,9})(?:\*\*|__)?"
-LISTED = (re.compile(rf"^\|[ \t]*{SHORT}[ \t]*\|[ \t]*(?P<means>[^|\n]+?)[ \t]*\|", re.M),
-          re.compile(rf"^[ \t]*[-*+][ \t]+{SHORT}[ \t]*(?::|—|–| -)[ \t]+(?P<means>[^\n]+)", re.M))
+LISTED = (re.compile(rf"^\|[ \t]*{SHORT}[ \t]*\|[ \t]*(?P<means>[^|\n]+?)[ \t]*\|", re.MULTILINE),
+          re.compile(rf"^[ \t]*[-*+][ \t]+{SHORT}[ \t]*(?::|—|–| -)[ \t]+(?P<means>[^\n]+)", re.MULTILINE))
 
 
-def listed_definitions(text: str) -> list[tuple[int, Definition]]:
-    """The terms a text's lists of abbreviations and definitions give, with where each stands."""
-    found = []
+def listed_definitions(text: str) -> list[Definition]:
+    """The terms a text's lists of abbreviations and definitions give, in the order they stand."""
+    found: list[tuple[int, Definition]] = []
     for pattern in (DEFINITION_LIST, *LISTED):
         for match in pattern.finditer(text):
             term, means = match.group("term").strip(), match.group("means").strip().rstrip(".").strip()
@@ -251,7 +251,7 @@ def listed_definitions(text: str) -> list[tuple[int, Definition]]:
                 found.append((match.start(), Definition(term, means, "acronym", entry)))
             elif pattern is DEFINITION_LIST and len(term.split()) <= 6:
                 found.append((match.start(), Definition(term, means, "meaning", entry)))
-    return sorted(found, key=lambda f: f[0])
+    return [d for _, d in sorted(found, key=lambda f: f[0])]
 
 
 def definitions(text: str) -> list[Definition]:
@@ -259,8 +259,7 @@ def definitions(text: str) -> list[Definition]:
     each once: a term defined again keeps its first definition of each kind."""
     seen: set[tuple[str, str]] = set()
     found = []
-    listed = [d for _, d in listed_definitions(text)]
-    for d in listed + [d for sentence in prose_sentences(text, lead_ins=True) for d in sentence_definitions(sentence)]:
+    for d in listed_definitions(text) + [d for sentence in prose_sentences(text, lead_ins=True) for d in sentence_definitions(sentence)]:
         key = (d.term.lower(), d.kind)
         if key not in seen:
             seen.add(key)
