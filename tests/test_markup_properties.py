@@ -75,6 +75,18 @@ REPRODUCTIONS = [  # the issue's, first: an HTML table in Markdown, a citation l
     # inside the code (`f[T](x)` became "fT")
     "# Door keys\n\nkeys keys keys.\n\n<details>\n  <summary>[Foo.__a][ref] `f[T](x)` `f[T](x)`</summary>\n\n"
     "[2 * 3][ref] <kbd>Ctrl</kbd> <kbd>Ctrl</kbd>.\n\n</details>\n\n[ref]: https://example.com/ref\n",
+    # found by hypothesis: a line "```html" read as the end of a fence, so that the page and its
+    # quote paired their fences differently, and a link the quote holds as code was outside it
+    # in the page ("links outside the store"); a closing fence has no info string (CommonMark)
+    '# Door keys\n\n<a name="x"></a> keys 2 * 3 ![a card](media/card.png) <https://example.com/keys> <i>x <'
+    ' y</i> __init__ <a href="https://example.com">keys</a> keys.\n<a href="#x">snake_case</a> keys 2 * 3.'
+    '\n__init__ <a href="https://example.com">keys</a> <br> __a <br> café &mdash;.\n\nkeys <a href="#x">snak'
+    'e_case</a> keys 2 * 3.\n<https://example.com/keys> keys <a href="https://example.com">x < y</a> keys '
+    'a & b keys keys <img src="x" alt="card"> <a href="#x">keys</a> keys keys <script>.\n<script> keys caf'
+    'é <b>keys</b> keys [[KM-7]](#km7) <https://example.com/keys> <script> <b>__a</b> <span>2 * 3</span> '
+    '<i>2 * 3</i> keys.\n\n```html\n<script>alert(1)</script>\n<img src=x onerror=alert(1)>\n```\n\n[2 * 3][ref]'
+    ' <a href="#x">keys</a> <a href="#x">keys</a> <https://example.com/keys> <https://example.com/keys>.\n'
+    '\n```html\n<script>alert(1)</script>\n<img src=x onerror=alert(1)>\n```\n\n[ref]: https://example.com/ref\n',
 ]
 
 
@@ -120,6 +132,7 @@ def test_the_offline_backend_never_answers_what_its_guards_refuse(source):
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document)
 @example(REPRODUCTIONS[0])
+@example(REPRODUCTIONS[5])
 def test_a_store_of_any_such_document_builds_with_clean_pages(source):
     """The whole build, as a user runs it: exit 0, and no page with live HTML or a dangling link."""
     with tempfile.TemporaryDirectory() as folder:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from kbuild.checks.meaning import CODE, QUOTED  # a code name and a quoted term, as the meaning check sees them
 from kbuild.text.keywords import KEYWORD
-from kbuild.text.markdown import ATX_MARK as HEADING, without_links
+from kbuild.text.markdown import ATX_MARK as HEADING, FENCED_BLOCK as FENCE, without_links
 from kbuild.text.prose import NUMBER, STOPWORDS
 from kbuild.text.ranking import tokens
 from kbuild.text.sentences import split_sentences
@@ -100,7 +100,6 @@ def _content(text: str) -> set[str]:
     return {t for t in tokens(text) if t not in STOPWORDS and not t.isdigit()}
 
 
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.M | re.S)
 
 
 def sentences_of(text: str) -> list[str]:

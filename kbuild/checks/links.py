@@ -15,11 +15,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ..store.pages import quoted_part, without_quoted
+from ..text.markdown import FENCED_BLOCK
 
 # A "\\[" is an escaped bracket, words and not a link. An image's "!" is not matched: findall gives the same targets without it, and a pattern that
 # starts with "[" is looked for by that character alone, not tried at every character.
 LINK = re.compile(r"\[(?<!\\\[)(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
 WEB = ("http", "https")
 
@@ -39,7 +39,7 @@ def quoted_text(page: str, name: str) -> str:
 
 
 def _without_code(text: str) -> str:
-    return CODE.sub("", FENCE.sub("", text))
+    return CODE.sub("", FENCED_BLOCK.sub("", text))
 
 
 def broken_links(page_file: Path, store_root: Path) -> list[str]:
