@@ -521,6 +521,72 @@ def test_inline_html_of_markdown_becomes_its_markdown_meaning_line_for_line():
     assert '<div class="example">&amp; kept as written</div>' in text  # code is code
 
 
+# A page of a site built with Jekyll and kramdown (or Hugo, MkDocs, Pandoc), as such sites keep
+# them: front matter, ids after headings, attribute lists, a Liquid tag, a table without its
+# outer pipes. Written for this test, in the form of a standard published as a GitHub Pages site.
+SITE_PAGE = """---
+layout: default
+title: Secrets
+permalink: /guide/secrets/
+---
+
+# Secret and Checker Requirements {#SEC3}
+
+{% include toc.html %}
+
+[Table 1. Kinds of secret](secrets.md#table-1){:name="table-1"}
+{:latex-ignore="true"}
+
+Kind of secret| Purpose
+--------------|--------
+Passphrase | A member-chosen secret
+{:latex-table="1"}
+
+### Passphrases {: #passphrase .normative }
+
+A passphrase is "something you know".
+{:.secret-image}
+
+Slowing Guesses {#slowing}
+---------------
+
+```liquid
+{% include toc.html %}
+{:.kept}
+```
+
+Checkers keep `{:.this}` as code.
+"""
+
+
+def test_what_a_site_generator_reads_is_not_the_documents_words_line_for_line():
+    from kbuild.convert import convert
+
+    text = convert(SITE_PAGE.encode(), "secrets.md").text
+    assert text.count("\n") == SITE_PAGE.count("\n")  # line N of text.md is still line N of the source
+    lines = text.splitlines()
+    assert lines[:6] == [""] * 6  # the front matter
+    assert lines[6] == "# Secret and Checker Requirements"
+    assert lines[8] == ""  # the Liquid tag
+    assert lines[10:12] == ["[Table 1. Kinds of secret](secrets.md#table-1)", ""]
+    assert lines[13:17] == ["| Kind of secret| Purpose |", "| --------------|-------- |",
+                            "| Passphrase | A member-chosen secret |", ""]
+    assert lines[18] == "### Passphrases"
+    assert lines[20:22] == ['A passphrase is "something you know".', ""]
+    assert lines[23] == "Slowing Guesses"
+    assert "```liquid\n{% include toc.html %}\n{:.kept}\n```" in text  # code is code
+    assert "Checkers keep `{:.this}` as code." in text
+
+
+def test_front_matters_title_is_the_heading_of_a_document_that_has_none():
+    from kbuild.convert import convert
+
+    text = convert(b"---\ntitle: \"Rate limits\"\nsidebar_position: 2\n---\n\nClients retry three times.\n", "r.md").text
+    assert text.splitlines()[:4] == ["# Rate limits", "", "", ""]
+    # a thematic break over a paragraph is no front matter
+    assert convert(b"---\nClients retry.\n---\n", "r.md").text == "---\nClients retry.\n---\n"
+
+
 def test_ligatures_become_the_letters_they_stand_for_and_other_signs_stay():
     from kbuild.convert import convert
 

@@ -237,3 +237,42 @@ def test_a_standards_lists_of_abbreviations_and_definitions():
                               "subscriber"), "meaning") in terms
     assert ("Network", "An open communications medium, typically the Internet", "meaning") in terms
     assert not [t for t in terms if t[0] in {"SMS", "NA", "Note", "Acronym"}], terms  # words that spell no acronym
+
+
+GLOSSARY_ENTRIES = """# Glossary
+
+memorized secret
+: See _password_.
+
+blocklist
+: A list of values that may not be chosen. This concept has historically been known as a _blacklist_.
+
+electronic authentication (e-authentication)
+: See _digital authentication_.
+
+identity provider (IdP)
+: The party that vouches for a subscriber.
+
+credential service provider (CSP)
+: A trusted entity that issues authenticators.
+
+authenticator
+: Something the subscriber possesses. See _authenticator type_.
+"""
+
+
+def test_a_glossarys_entries_that_give_another_name():
+    """A standard's glossary names a term it no longer uses by the one it does ("memorized
+    secret: See password"), and gives an older or shorter name in brackets or in its words: each
+    is another name, which a question in those words asks for. An entry that only points on
+    ("See authenticator type" after a definition) is a meaning, not another name."""
+    terms = found(GLOSSARY_ENTRIES)
+    for alias in (("memorized secret", "password"), ("blacklist", "blocklist"),
+                  ("electronic authentication", "digital authentication"),
+                  ("e-authentication", "electronic authentication"), ("IdP", "identity provider")):
+        assert (*alias, "alias") in terms, (alias, terms)
+    assert ("CSP", "credential service provider", "acronym") in terms
+    assert ("credential service provider", "A trusted entity that issues authenticators", "meaning") in terms
+    assert not [t for t in terms if t[0] == "authenticator" and t[2] == "alias"], terms
+    glossary = [GlossaryTerm.of(d, "g/glossary") for d in definitions(GLOSSARY_ENTRIES)]
+    assert expand("How long must a memorized secret be?", glossary).also == "password"

@@ -111,6 +111,59 @@ def test_pythons_names_with_two_underscores_are_code_not_emphasis(tmp_path):
     assert_clean_store(tmp_path)
 
 
+# A standard published as a GitHub Pages site (Jekyll, kramdown): a volume's page and its
+# glossary, written for this test in that form.
+SITE_VOLUME = """---
+layout: default
+title: Authenticators
+permalink: /guide/authenticators/
+---
+
+# Authenticator Requirements {#AUTH_SEC3}
+
+{% include toc.html %}
+
+Kind of secret| Purpose
+--------------|--------
+Password | A subscriber-chosen secret
+{:latex-table="1"}
+
+## Passwords {#password}
+
+A password is a secret value chosen and remembered by the subscriber.
+{:.authenticator-image}
+
+Verifiers **SHALL** require passwords to be at least 8 characters long.
+"""
+SITE_GLOSSARY = """---
+title: Glossary
+---
+
+# Glossary {#glossary}
+
+memorized secret
+: See _password_.
+"""
+
+
+def test_a_standard_kept_as_a_site_builds_clean_and_its_glossarys_old_names_are_asked_for(tmp_path):
+    store(tmp_path, {"authenticators.md": SITE_VOLUME, "glossary.md": SITE_GLOSSARY})
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    facts = pages(tmp_path)
+    assert sorted(n for n in facts if n.startswith("kb/p/facts/authenticators/")) == [
+        f"kb/p/facts/authenticators/{name}" for name in ("authenticator-requirements.md", "index.md", "text.md")]
+    written = "\n".join(facts.values())
+    for markup in ("layout", "permalink", "{#", "{:", "{%", "AUTH_SEC3"):
+        assert markup not in written, markup
+    assert "| Password | A subscriber-chosen secret |" in facts["kb/p/facts/authenticators/text.md"]
+    context = kbuild(tmp_path, "context", "how long must a memorized secret be", "--trace", "--budget", "400")
+    assert context.exit_code == 0, context.output
+    assert "expanded by the glossary: memorized secret -> password" in context.output
+    assert "at least 8 characters long" in context.output
+    assert_clean_store(tmp_path)
+
+
 WILD_SOURCES = {f"docs/{p.relative_to(WILD).as_posix()}": p for p in sorted(WILD.glob("*/*"))
                 if p.parent.name in ("owasp", "readmes", "html")}
 

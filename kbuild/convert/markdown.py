@@ -15,6 +15,13 @@ Documents people keep carry HTML (a table in `<table>`, `<br>`, `<a name>` ancho
 - entities decoded; autolinks and reference-style links written inline (their definitions
   dropped); a link to an `#anchor` in the document reduced to its words (a fact page holds a part
   of the document, where the anchor leads nowhere).
+- what a site generator reads and a reader never sees (Jekyll, Hugo, MkDocs, kramdown, Pandoc):
+  the front matter (its `title` becomes the heading when the document has none), a heading's
+  `{#id}`, kramdown's attribute lists (`{:.class}` on a line of its own or after a link), and a
+  line that is only a Liquid tag (`{% include toc.html %}`). Left in, they were words of the
+  text: "layout default title" in the first fact, "SEC3" in a heading and its page's name.
+- a table's rows given the pipes at their ends that GFM lets a writer leave out, so that every
+  reader of text.md knows a row by its first character.
 
 Code (fenced and indented blocks, code spans) is never touched. Only the lines of blocks that
 hold one of these change; every other line is the source's, byte for byte, and a block rendered
@@ -24,12 +31,13 @@ wherever a rendering is not longer than its source.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
 from ..text.inline import UNSAFE_SCHEMES, written
-from ..text.markdown import ENTITY_LIKE, parser
+from ..text.markdown import ATX_HEADING, ENTITY_LIKE, parser
 from .html import html_to_markdown
 
 if TYPE_CHECKING:
@@ -43,8 +51,9 @@ STRUCTURAL = {"table", "thead", "tbody", "tfoot", "tr", "td", "th", "ul", "ol", 
 
 def clean_markdown(source: str) -> str:
     """`source` (a Markdown document, newlines normalised) as clean Markdown; see the module."""
-    if "<" not in source and "&" not in source and "[" not in source:
-        return source  # no tag, entity or link: nothing to do, and no parse
+    source = _without_site_markup(source)
+    if not any(mark in source for mark in "<&[|"):
+        return source  # no tag, entity, link or table: nothing to do, and no parse
     env: dict[str, Any] = {}
     tokens = parser().parse(source, env)
     lines = source.split("\n")
@@ -58,6 +67,8 @@ def clean_markdown(source: str) -> str:
             continue
         if token.type == "html_block":
             skip_to = _render_html_block(tokens, n, lines, edits)
+        elif token.type == "table_open" and token.map:
+            _with_outer_pipes(token, lines, edits)
         elif token.type == "tr_open" and token.map:
             _render_table_row(tokens, n, lines, edits)
         elif token.type == "inline" and token.map and _needs_rendering(token) and not _in_table(tokens, n):
@@ -87,6 +98,63 @@ class _Edits:
             at = end
         out += self.lines[at:]
         return "\n".join(out)
+
+
+# -- what a site generator reads -----------------------------------------------------------
+
+# YAML (---) or TOML (+++) front matter: the first line, "key: value" lines, the closing line
+FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n((?:[A-Za-z_][\w-]*[ \t]*[:=][^\n]*\n|[ \t#-][^\n]*\n|\n)*?)"
+                          r"(?:\1|\.\.\.)[ \t]*(?:\n|\Z)")
+FRONT_TITLE = re.compile(r"^title[ \t]*[:=][ \t]*[\"']?(.+?)[\"']?[ \t]*$", re.MULTILINE)
+# An attribute list: kramdown's "{:.class}", "{: #id}", "{:name="x"}"; Pandoc's and MkDocs'
+# "{#id .class}". "{::nomarkdown}" and its kin are kramdown's extensions, not attributes.
+ATTRIBUTES = r"\{(?::(?!:)|[#.])[^{}\n]*\}"
+ATTRIBUTES_AFTER_HEADING = re.compile(rf"^(#{{1,6}}[ \t].*?)[ \t]*{ATTRIBUTES}[ \t]*$")
+ATTRIBUTES_AFTER_TEXT = re.compile(rf"[ \t]*{ATTRIBUTES}[ \t]*$")  # a setext heading's line
+ATTRIBUTES_ALONE = re.compile(rf"^[ \t]*{ATTRIBUTES}[ \t]*$")
+ATTRIBUTES_AFTER_SPAN = re.compile(r"(?<=[)\]*_`])\{:(?!:)[^{}\n]*\}")  # "[Table 1](#t){:name="t"}"
+LIQUID_ALONE = re.compile(r"^[ \t]*\{%.*%\}[ \t]*$")
+SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
+MAY_HOLD_SITE_MARKUP = re.compile(r"\{[:#.%]|\A(?:---|\+\+\+)")
+
+
+def _without_site_markup(source: str) -> str:
+    """`source` without front matter, attribute lists and lines of Liquid (see the module), each
+    line where it was: the lines of what is dropped are left empty. Code is never touched."""
+    if not MAY_HOLD_SITE_MARKUP.search(source):
+        return source
+    lines = source.split("\n")
+    front = FRONT_MATTER.match(source)
+    if front:
+        count = front.group(0).rstrip("\n").count("\n") + 1
+        lines[:count] = [""] * count
+        title = FRONT_TITLE.search(front.group(2))
+        if title and not any(ATX_HEADING.match(line) for line in lines):
+            lines[0] = "# " + title.group(1)
+    code: set[int] = set()
+    for token in parser().parse("\n".join(lines)):
+        if token.type in ("fence", "code_block", "html_block") and token.map:
+            code.update(range(*token.map))
+    for n, line in enumerate(lines):
+        if n in code or "{" not in line:
+            continue
+        if ATTRIBUTES_ALONE.match(line) or LIQUID_ALONE.match(line):
+            lines[n] = ""
+        elif ATX_HEADING.match(line):
+            lines[n] = ATTRIBUTES_AFTER_HEADING.sub(r"\1", line)
+        elif n + 1 < len(lines) and SETEXT_UNDERLINE.match(lines[n + 1]) and line.strip():
+            lines[n] = ATTRIBUTES_AFTER_TEXT.sub("", line)
+        else:
+            lines[n] = _outside_code_spans(line, lambda words: ATTRIBUTES_AFTER_SPAN.sub("", words))
+    return "\n".join(lines)
+
+
+def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:
+    out, at = [], 0
+    for span in CODE_SPAN.finditer(line):
+        out += [change(line[at:span.start()]), span.group(0)]
+        at = span.end()
+    return "".join(out) + change(line[at:])
 
 
 # -- HTML blocks -----------------------------------------------------------------------------
@@ -149,6 +217,20 @@ def _fragment(html: str) -> str:
 
 def _in_table(tokens: list[Token], n: int) -> bool:
     return tokens[n].level >= 3 and tokens[n - 1].type in ("th_open", "td_open")
+
+
+def _with_outer_pipes(table: Token, lines: list[str], edits: _Edits) -> None:
+    """GFM's table may leave out the pipes at a row's ends ("a | b" over "--|--"): each row is
+    given them, so that every reader of text.md knows a row by its first character, as it knows
+    a heading by its "#"."""
+    start, end = table.map  # type: ignore[misc]
+    for row in range(start, end):
+        line = lines[row]
+        words = line.strip()
+        if words and not (words.startswith("|") and words.endswith("|") and not words.endswith("\\|")):
+            indent = line[:len(line) - len(line.lstrip())]
+            edits.replace(row, row + 1, [indent + ("" if words.startswith("|") else "| ") + words
+                                         + ("" if words.endswith("|") and not words.endswith("\\|") else " |")])
 
 
 def _render_table_row(tokens: list[Token], n: int, lines: list[str], edits: _Edits) -> None:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from .inline import inline_words
 from .prose import STOPWORDS, prose_sentences
 
 Kind = Literal["acronym", "alias", "meaning"]
@@ -240,18 +241,48 @@ LISTED = (re.compile(rf"^\|[ \t]*{SHORT}[ \t]*\|[ \t]*(?P<means>[^|\n]+?)[ \t]*\
           re.compile(rf"^[ \t]*[-*+][ \t]+{SHORT}[ \t]*(?::|—|–| -)[ \t]+(?P<means>[^\n]+)", re.MULTILINE))
 
 
+# A glossary's entry that is only another name: "memorized secret: See password." ("See also"
+# points to a neighbour, not to the same thing)
+SEE = re.compile(rf"^See (?!also\b)(?:the )?((?:{NAME}[ ]){{0,4}}{NAME})\.?$")
+# ... or that gives one in its words: "This concept has historically been known as a blacklist",
+# "In previous editions, this was referred to as electronic authentication"
+ENTRY_ALIAS = re.compile(rf"\b(?:[Tt]his|[Tt]he (?:term|concept|idea|practice)|[Ii]t)(?: \w+)? (?:is|was|are|were|has|had)"
+                         rf"(?: (?:historically|formerly|previously|also|sometimes|commonly|often|been))* "
+                         rf"(?:known as|called|referred to as) (?:an? |the )?{OTHER_NAME}")
+# a term with another name of it in brackets: "electronic authentication (e-authentication)"
+TERM_AND_BRACKETED = re.compile(r"^(?P<name>[^()]+?) \((?P<other>[^()]{2,40})\)$")
+
+
 def listed_definitions(text: str) -> list[Definition]:
     """The terms a text's lists of abbreviations and definitions give, in the order they stand."""
     found: list[tuple[int, Definition]] = []
     for pattern in (DEFINITION_LIST, *LISTED):
         for match in pattern.finditer(text):
-            term, means = match.group("term").strip(), match.group("means").strip().rstrip(".").strip()
+            term = inline_words(match.group("term")).strip()
+            means = inline_words(match.group("means")).strip().rstrip(".").strip()
             entry = f"{term}: {means}"
             if re.fullmatch(r"[A-Z][A-Za-z0-9]{1,9}", term) and _spells(means.split(), term.rstrip("s")):
                 found.append((match.start(), Definition(term, means, "acronym", entry)))
-            elif pattern is DEFINITION_LIST and len(term.split()) <= 6:
-                found.append((match.start(), Definition(term, means, "meaning", entry)))
+            elif pattern is DEFINITION_LIST and len(term.split()) <= 8:
+                found += [(match.start(), d) for d in _glossary_entry(term, means, entry)]
     return [d for _, d in sorted(found, key=lambda f: f[0])]
+
+
+def _glossary_entry(term: str, means: str, entry: str) -> list[Definition]:
+    """What a definition list's entry defines: its term's meaning, or the other name it points
+    to; and the other name its term gives in brackets or its words give."""
+    bracketed = TERM_AND_BRACKETED.match(term)
+    if bracketed:  # "credential service provider (CSP)": the acronym is read from the entry as prose
+        term = bracketed.group("name")
+    see = SEE.match(means)
+    found = [Definition(term, see.group(1), "alias", entry) if see else Definition(term, means, "meaning", entry)]
+    if bracketed and not _acronym(term, bracketed.group("other")) and len(bracketed.group("other").split()) <= 3:
+        found.append(Definition(bracketed.group("other"), term, "alias", entry))
+    for match in ENTRY_ALIAS.finditer(means):
+        other = _other(match, 1)
+        if other and other.lower() != term.lower():
+            found.append(Definition(other, term, "alias", entry))
+    return found
 
 
 def definitions(text: str) -> list[Definition]:
