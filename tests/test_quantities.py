@@ -36,6 +36,16 @@ AT_MOST, AT_LEAST, LESS, MORE, AFTER = (Comparison.AT_MOST, Comparison.AT_LEAST,
     ("Responses MUST arrive in less than 200 ms.", [("200", "ms", LESS)]),
     ("Passwords MUST be between 8 and 64 characters.", [("8", "characters", AT_LEAST), ("64", "characters", AT_MOST)]),
     ("It SHOULD limit attempts to 5 per passcode.", [("5", "per passcode", AT_MOST)]),
+    # a standard writes its small limits as words (NIST's style: "a minimum of eight characters")
+    ("Verifiers SHALL require passwords to be a minimum of eight characters in length and SHOULD require a "
+     "minimum of 15 characters.", [("8", "characters", AT_LEAST), ("15", "characters", AT_LEAST)]),
+    ("Look-up secrets SHALL be at least six decimal digits in length.", [("6", "decimal digits", AT_LEAST)]),
+    ("A password SHALL hold at least one uppercase letter.", [("1", "uppercase letter", AT_LEAST)]),
+    # ... and a word that counts nothing, or is half of a number, is no limit
+    ("One of the two factors SHALL be something you have.", []),
+    ("Authentication SHALL use at least two authentication factors.", []),
+    ("Verifiers SHALL allow no more than one hundred attempts.", []),
+    ("Sessions SHALL end within twenty-four hours.", []),
 ])
 def test_a_number_keeps_its_unit_and_its_comparison(sentence, found):
     assert [(q.written, q.unit, q.comparison) for q in quantities(sentence)] == found

@@ -48,6 +48,12 @@ def test_an_acceptance_criterion_says_how_to_test_not_what_was_said():
     assert unless.acceptance.startswith("Given the verifier; unless otherwise specified in the description of a given "
                                         "authenticator, at each limit; then"), unless.acceptance
     assert "(at 100 it holds; at 101 it fails)" in unless.acceptance
+    # a limit written as a word is tested at its edge like any (NIST writes its small limits so)
+    words = requirement("Verifiers SHALL require passwords to be a minimum of eight characters in length.")
+    assert "(at 8 characters it holds; at 7 characters it fails)" in words.acceptance
+    assert acceptance_failures(words.statement, words.acceptance) == []
+    assert acceptance_failures(words.statement, "Given a new password, when it has eight characters and when it "
+                                                "has seven characters, then only the first is accepted.") == []
 
 
 def test_a_model_acceptance_that_restates_or_drops_a_limit_is_refused():

@@ -8,7 +8,7 @@ days", not "5 working") and a section number must never be read as a limit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
 
@@ -80,6 +80,7 @@ class Quantity:
     unit: str
     comparison: Comparison | None
     prefix: str = ""  # a currency sign before the number: "$"
+    word: str = field(default="", compare=False)  # the number as a word, where it is written so: "eight"
 
     @property
     def value(self) -> Decimal:
@@ -198,18 +199,40 @@ def is_reference(sentence: str, start: int, end: int) -> bool:
     return False
 
 
+# a count written as a word: "a minimum of eight characters", "at least six decimal digits"
+NUMBER_WORDS = {word: n for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+                                                     "ninety": 90}
+# ... alone: "one hundred", "twenty-four" are read as no number rather than as the wrong one
+NUMBER_WORD = re.compile(r"(?<![\w-])(?:" + "|".join(NUMBER_WORDS) + r")\b(?![-\s]+(?:hundred|thousand|million|billion)\b|-)",
+                         re.I)
+
+
+def _numbers(sentence: str) -> list[tuple[int, int, str, str]]:
+    """Each number of a sentence that is no reference, in order: (start, end, its digits, the word
+    it is written as, or "")."""
+    found = []
+    for m in NUMBER.finditer(sentence):
+        written = m.group().rstrip(".,")
+        if not is_reference(sentence, m.start(), m.start() + len(written)):
+            found.append((m.start(), m.start() + len(written), written, ""))
+    for m in NUMBER_WORD.finditer(sentence):
+        found.append((m.start(), m.end(), str(NUMBER_WORDS[m.group().lower()]), m.group()))
+    return sorted(found)
+
+
 def quantities(sentence: str) -> list[Quantity]:
     """The limits a sentence states, in order: each number that is no reference, with its unit and
     comparison. A negation before the comparison turns it ("MUST NOT retry more than 5 times" is
-    at most 5 times); "between 8 and 64 characters" is at least 8 and at most 64 characters."""
+    at most 5 times); "between 8 and 64 characters" is at least 8 and at most 64 characters. A
+    number written as a word is a limit only where a word compares it and a unit follows ("a
+    minimum of eight characters"): "one of the" and "two factors" are none."""
     found: list[Quantity] = []
-    matches = [m for m in NUMBER.finditer(sentence)
-               if not is_reference(sentence, m.start(), m.end() - len(m.group()) + len(m.group().rstrip(".,")))]
-    for k, match in enumerate(matches):
-        written = match.group().rstrip(".,")
-        end = match.start() + len(written)
-        before = sentence[max(0, match.start() - 60):match.start()]
-        prefix = before[-1] if before and before[-1] in CURRENCY_SIGN else ""
+    numbers = _numbers(sentence)
+    for k, (start, end, written, word) in enumerate(numbers):
+        before = sentence[max(0, start - 60):start]
+        prefix = before[-1] if before and before[-1] in CURRENCY_SIGN and not word else ""
         if prefix:
             before = before[:-1]
         comparison: Comparison | None = None
@@ -231,8 +254,10 @@ def quantities(sentence: str) -> list[Quantity]:
         if comparison is None and unit and re.match(r"\s*(?:" + re.escape(unit) + r")\s+(?:after|since|from)\b",
                                                      sentence[end:]):
             comparison = Comparison.AFTER  # "expire 15 minutes after it was issued"
-        if not unit and prefix == "" and k + 1 < len(matches) and re.fullmatch(r"\s*(?:and|to|or|-|–)\s*",
-                                                                                 sentence[end:matches[k + 1].start()]):
-            unit = _unit(sentence, matches[k + 1].start() + len(matches[k + 1].group().rstrip(".,")), cued=True)
-        found.append(Quantity(written, unit, comparison, prefix))
+        if not unit and prefix == "" and k + 1 < len(numbers) and re.fullmatch(r"\s*(?:and|to|or|-|–)\s*",
+                                                                                 sentence[end:numbers[k + 1][0]]):
+            unit = _unit(sentence, numbers[k + 1][1], cued=True)
+        if word and (comparison is None or not is_unit(unit.split(" per ")[0].split(" ")[-1] if unit else "")):
+            continue
+        found.append(Quantity(written, unit, comparison, prefix, word))
     return found
