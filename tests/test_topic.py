@@ -121,6 +121,31 @@ Records of each attempt are kept for a year.
     assert not [s for s in said if "Records" in s or "Releases" in s], said
 
 
+def test_a_request_that_joins_two_subjects_asks_for_either_when_nothing_speaks_to_both():
+    """"password length and storage rules" was a gap over a section whose sentences each speak to
+    one: no sentence holds "length" and "storage". Read as "password length rules" and "password
+    storage rules", it keeps both; a request that something speaks to whole is read whole."""
+    standard = """# Authenticators
+
+## Passwords
+
+Verifiers SHALL require passwords to be a minimum of eight characters in length.
+
+Password storage SHALL use a salted hash that resists offline attacks.
+
+## Records
+
+Records of each attempt are kept for a year.
+"""
+    docs = {"standard.md": standard, "releases.md": RELEASES}
+    said = [h.sentence for h in rank("password length and storage rules", candidates(docs))]
+    assert said == ["Verifiers SHALL require passwords to be a minimum of eight characters in length.",
+                    "Password storage SHALL use a salted hash that resists offline attacks."]
+    assert rank("kubernetes pods and scheduling", candidates(docs)) == []  # still a gap
+    whole = [h.sentence for h in rank("password length and minimum", candidates(docs))]
+    assert whole == ["Verifiers SHALL require passwords to be a minimum of eight characters in length."]
+
+
 def test_a_sentence_that_goes_on_from_a_hit_in_its_list_item_is_kept():
     text = """# Programming Recommendations
 

@@ -234,6 +234,22 @@ def subjects(about: str) -> list[str]:
     return parts if len(parts) > 1 else [about]
 
 
+ONE_CONJUNCTION = re.compile(r"^(?P<left>.+?)\s+(?:and|or)\s+(?P<right>.+)$", re.IGNORECASE)
+
+
+def conjoined(subject: str) -> list[str]:
+    """The two subjects a request joins with one "and" or "or", each with the words the two share:
+    "passphrase length and storage rules" asks for "passphrase length rules" and "passphrase
+    storage rules", "order and grouping of imports" for "order of imports" and "grouping of
+    imports". None where it joins nothing, or more than two."""
+    match = ONE_CONJUNCTION.match(subject.strip())
+    if not match or ONE_CONJUNCTION.match(match.group("right")):
+        return []
+    left, right = match.group("left").split(), match.group("right").split()
+    shared_before, shared_after = left[:-1], right[1:]
+    return [" ".join([*shared_before, left[-1], *shared_after]), " ".join([*shared_before, right[0], *shared_after])]
+
+
 def _said_once(candidates: Sequence[Candidate], kept: list[int]) -> list[int]:
     """The kept candidates, but a sentence said again (in another fact or source) only where it
     first stands: a view states it once."""
@@ -266,19 +282,27 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
 
     With `same` (the project's glossary), every name of a term is one word: "multi-factor
     authentication" is "MFA". A sentence said again is kept once, where it first stands. A
-    request that lists its subjects (`subjects`) keeps what speaks to any of them."""
+    request that lists its subjects (`subjects`) keeps what speaks to any of them, and so does one
+    that joins two with "and" or "or" (`conjoined`) where nothing speaks to both."""
     listed = subjects(asked_about(about))
-    if len(listed) > 1:
-        place = {(c.ref, c.passage.text): n for n, c in enumerate(candidates)}
-        best: dict[int, Hit] = {}
-        for subject in listed:
-            for hit in rank(subject, candidates, per_source, same):
-                n = place[(hit.ref, hit.sentence)]
-                if n not in best or hit.score > best[n].score:
-                    best[n] = hit
-        return [best[n] for n in _said_once(candidates, sorted(best))]
+    if len(listed) == 1:
+        hits = _rank_subject(listed[0], candidates, per_source, same)
+        listed = [] if hits else conjoined(listed[0])
+        if not listed:
+            return hits
+    place = {(c.ref, c.passage.text): n for n, c in enumerate(candidates)}
+    best: dict[int, Hit] = {}
+    for subject in listed:
+        for hit in rank(subject, candidates, per_source, same):
+            n = place[(hit.ref, hit.sentence)]
+            if n not in best or hit.score > best[n].score:
+                best[n] = hit
+    return [best[n] for n in _said_once(candidates, sorted(best))]
+
+
+def _rank_subject(about: str, candidates: Sequence[Candidate], per_source: int, same: SameWords | None) -> list[Hit]:
+    """`rank` for one subject."""
     shown = candidates
-    about = asked_about(about)
     if same:
         about = same.one_word(about)
         candidates = [Candidate(c.section, c.ref, Passage(same.one_word(c.passage.text),
