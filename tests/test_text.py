@@ -8,6 +8,7 @@ import pytest
 
 from kbuild.text.keywords import KEYWORD
 from kbuild.text.markdown import LIST_ITEM, PAGE_MARKER, markdown_table, page_marker, visible_text
+from kbuild.text.prose import clean, prose_sentences
 from kbuild.text.ranking import rank
 from kbuild.text.slugs import slug
 
@@ -47,6 +48,14 @@ def test_a_table_keeps_each_cell_in_its_column():
     assert markdown_table([["Name", "Note"], ["a|b", "two\nlines"], ["", None], ["short"]]) == (
         "| Name | Note |\n|---|---|\n| a\\|b | two lines |\n| short |  |")
     assert markdown_table([[None, ""]]) == ""
+
+
+def test_a_quote_over_several_lines_reads_as_its_words_without_its_marks():
+    """A quote's lines were joined with their marks: "> A quote over > two lines." in a fact's
+    rewrite and as a view's statement."""
+    quote = "> Store the key apart\n> from the data.\n>\n> Rotate it\n>> every 90 days.\n"
+    assert clean(quote) == "> Store the key apart from the data.\n\n> Rotate it every 90 days."
+    assert prose_sentences(quote) == ["> Store the key apart from the data.", "> Rotate it every 90 days."]
 
 
 def test_ranking_needs_a_shared_word_and_breaks_ties_in_order():

@@ -34,6 +34,7 @@ RST_EXPLICIT = re.compile(r"^\.\.\s+(?:\[[^\]]+\]|_[^:]+:|\S)")  # footnotes, li
 ANGLED = re.compile(r"\s*(?:`<[^<>\n`]*>`|(?<![`\w])<[^<>\n`]*>(?![`\w]))")
 FIELD = re.compile(r"^[A-Z][\w-]*(?: [\w-]+)?:\s+\S")  # "Author: ...", a header's field (PEPs, RFC 822)
 # Sections that list where things come from rather than say anything: not prose for a summary or a view
+QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")  # a blockquote's marks at a line's start, nested ones too
 REFERENCE_HEADING = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(references?|bibliography|footnotes?|citations?|"
                                r"works cited|further reading|see also|links|copyright)\W*$", re.I)
 
@@ -162,6 +163,12 @@ def clean(text: str, prose_only: bool = False) -> str:
             flush()
             block, kind = [], "literal"
             continue
+        if current and current[0].startswith(">") and stripped.startswith(">"):
+            quoted = QUOTE_MARKS.sub("", stripped)
+            if not quoted:  # "> " alone: a paragraph of the quote ends
+                flush()
+                continue
+            stripped = quoted  # a quote's next line goes on with its words, not its marks: "over > two lines"
         current.append(stripped)  # its words are read with its paragraph's: a code span may go on to the next line
     flush()
     return "\n\n".join(paragraphs)
