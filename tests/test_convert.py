@@ -578,6 +578,48 @@ def test_what_a_site_generator_reads_is_not_the_documents_words_line_for_line():
     assert "Checkers keep `{:.this}` as code." in text
 
 
+BOXES = """# Keys
+
+!!! warning "Keep keys apart"
+    Store the signing key apart from the data.
+
+    It SHALL be rotated every 90 days.
+
+=== "Python"
+    ```python
+    key = load()
+    ```
+
+:::tip Rotate often
+Rotate keys every 90 days.
+:::
+
+> [!WARNING]
+> Do not keep keys in localStorage.
+
+```text
+!!! note
+    code stays code
+:::
+```
+"""
+
+
+def test_a_box_keeps_its_words_under_its_title_line_for_line():
+    """MkDocs indents an admonition's body by four, which CommonMark reads as code: its words
+    were code to every reader of text.md. A fenced div's fences and an alert's marker were words."""
+    from kbuild.convert import convert
+
+    text = convert(BOXES.encode(), "keys.md").text
+    assert text.count("\n") == BOXES.count("\n")
+    assert text.split("\n")[2:6] == ["**Keep keys apart:**", "Store the signing key apart from the data.", "",
+                                     "It SHALL be rotated every 90 days."]
+    assert "**Python:**\n```python\nkey = load()\n```" in text
+    assert "**Rotate often:**\nRotate keys every 90 days.\n\n" in text and ":::" not in text.split("```text")[0]
+    assert "> **Warning:**\n> Do not keep keys in localStorage." in text
+    assert "```text\n!!! note\n    code stays code\n:::\n```" in text  # code is code
+
+
 def test_front_matters_title_is_the_heading_of_a_document_that_has_none():
     from kbuild.convert import convert
 

@@ -134,6 +134,9 @@ A password is a secret value chosen and remembered by the subscriber.
 {:.authenticator-image}
 
 Verifiers **SHALL** require passwords to be at least 8 characters long.
+
+!!! note "Storage"
+    Verifiers **SHALL** store passwords salted and hashed, where offline attacks cannot reach them.
 """
 SITE_GLOSSARY = """---
 title: Glossary
@@ -161,6 +164,11 @@ def test_a_standard_kept_as_a_site_builds_clean_and_its_glossarys_old_names_are_
     assert context.exit_code == 0, context.output
     assert "expanded by the glossary: memorized secret -> password" in context.output
     assert "at least 8 characters long" in context.output
+    # an admonition's body is indented, which CommonMark reads as code: its words are prose again
+    assert kbuild(tmp_path, "view", "add", "p", "storage", "--about", "password storage").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    view = (tmp_path / "kb/p/artifacts/views/storage.md").read_text()
+    assert "- Storage: Verifiers SHALL store passwords salted and hashed, where offline attacks cannot reach them." in view
     assert_clean_store(tmp_path)
 
 

@@ -18,8 +18,13 @@ Documents people keep carry HTML (a table in `<table>`, `<br>`, `<a name>` ancho
 - what a site generator reads and a reader never sees (Jekyll, Hugo, MkDocs, kramdown, Pandoc):
   the front matter (its `title` becomes the heading when the document has none), a heading's
   `{#id}`, kramdown's attribute lists (`{:.class}` on a line of its own or after a link), and a
-  line that is only a Liquid tag (`{% include toc.html %}`). Left in, they were words of the
-  text: "layout default title" in the first fact, "SEC3" in a heading and its page's name.
+  line that is only a Liquid tag (`{% include toc.html %}`) or a Hugo shortcode. Left in, they
+  were words of the text: "layout default title" in the first fact, "SEC3" in a heading and its
+  page's name.
+- a box keeps its words under its title (or its kind) in bold: MkDocs' admonitions and content
+  tabs (`!!! warning "Title"`, `??? note`, `=== "Tab"`; their bodies are indented by four, which
+  CommonMark reads as code, so their words were code to every reader of text.md), fenced divs
+  (Docusaurus' `:::tip Title`, Pandoc's `::: warning`) and GitHub's alerts (`> [!WARNING]`).
 - a table's rows given the pipes at their ends that GFM lets a writer leave out, so that every
   reader of text.md knows a row by its first character.
 
@@ -37,7 +42,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
 from ..text.inline import UNSAFE_SCHEMES, written
-from ..text.markdown import ATX_HEADING, ENTITY_LIKE, parser
+from ..text.markdown import ATX_HEADING, ENTITY_LIKE, FENCE, parser
 from .html import html_to_markdown
 
 if TYPE_CHECKING:
@@ -113,14 +118,32 @@ ATTRIBUTES_AFTER_HEADING = re.compile(rf"^(#{{1,6}}[ \t].*?)[ \t]*{ATTRIBUTES}[ 
 ATTRIBUTES_AFTER_TEXT = re.compile(rf"[ \t]*{ATTRIBUTES}[ \t]*$")  # a setext heading's line
 ATTRIBUTES_ALONE = re.compile(rf"^[ \t]*{ATTRIBUTES}[ \t]*$")
 ATTRIBUTES_AFTER_SPAN = re.compile(r"(?<=[)\]*_`])\{:(?!:)[^{}\n]*\}")  # "[Table 1](#t){:name="t"}"
-LIQUID_ALONE = re.compile(r"^[ \t]*\{%.*%\}[ \t]*$")
+TEMPLATE_TAG_ALONE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{[<%].*[>%]\}\})[ \t]*$")  # Liquid's, Hugo's shortcodes
 SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
-MAY_HOLD_SITE_MARKUP = re.compile(r"\{[:#.%]|\A(?:---|\+\+\+)")
+# MkDocs' (Python-Markdown's) admonitions and content tabs: '!!! warning "Title"', '??? note',
+# '=== "Tab"', over a body indented by four, which CommonMark would read as code
+ADMONITION = re.compile(r'^(?P<indent>[ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)(?:[ \t]+"(?P<title>[^"]*)")?'
+                        r'|===\+?[ \t]+"(?P<tab>[^"]*)")[ \t]*$')
+# a fenced div (Docusaurus' ":::tip Title", ":::note[Title]", Pandoc's "::: warning", "::: {.aside}") and its end
+DIV_OPENING = re.compile(r"^ {0,3}:{3,}[ \t]*(?:\{[^{}]*\}|(?P<kind>[A-Za-z][\w-]*))?(?:\[(?P<bracketed>[^\]]*)\])?"
+                         r"[ \t]*(?P<title>[^{}:\n][^{}\n]*?)?[ \t]*:*[ \t]*$")
+DIV_CLOSING = re.compile(r"^ {0,3}:{3,}[ \t]*$")
+# GitHub's alert: "> [!WARNING]" on a line of its own, at the head of a quote
+ALERT = re.compile(r"^(?P<marks>[ \t]*(?:>[ \t]?)+)\[!(?P<kind>NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*$", re.IGNORECASE)
+MAY_HOLD_SITE_MARKUP = re.compile(r"\{[:#.%<]|\A(?:---|\+\+\+)|^[ \t]*(?:!!!|\?\?\?|===|:::)|\[![A-Za-z]+\]", re.MULTILINE)
+
+
+def _label(title: str | None, kind: str | None) -> str:
+    """What a box's opening line says to a reader: its title, else its kind ("**Warning:**")."""
+    words = (title or "").strip() or (kind or "").replace("-", " ").strip().capitalize()
+    return f"**{words.rstrip(':')}:**" if words else ""
 
 
 def _without_site_markup(source: str) -> str:
-    """`source` without front matter, attribute lists and lines of Liquid (see the module), each
-    line where it was: the lines of what is dropped are left empty. Code is never touched."""
+    """`source` without what a site generator or GitHub's renderer reads and a reader never sees
+    (see the module), each line where it was: the lines of what is dropped are left empty, a box
+    (an admonition, a fenced div, an alert) keeps its words under its title or kind in bold. Code
+    is never touched."""
     if not MAY_HOLD_SITE_MARKUP.search(source):
         return source
     lines = source.split("\n")
@@ -131,14 +154,23 @@ def _without_site_markup(source: str) -> str:
         title = FRONT_TITLE.search(front.group(2))
         if title and not any(ATX_HEADING.match(line) for line in lines):
             lines[0] = "# " + title.group(1)
+    _open_admonitions(lines)
     code: set[int] = set()
     for token in parser().parse("\n".join(lines)):
         if token.type in ("fence", "code_block", "html_block") and token.map:
             code.update(range(*token.map))
     for n, line in enumerate(lines):
-        if n in code or "{" not in line:
+        if n in code:
             continue
-        if ATTRIBUTES_ALONE.match(line) or LIQUID_ALONE.match(line):
+        if (opening := DIV_OPENING.match(line)) and not DIV_CLOSING.match(line):
+            lines[n] = _label(opening.group("bracketed") or opening.group("title"), opening.group("kind"))
+        elif DIV_CLOSING.match(line):
+            lines[n] = ""
+        elif alert := ALERT.match(line):
+            lines[n] = alert.group("marks") + _label(None, alert.group("kind"))
+        elif "{" not in line:
+            continue
+        elif ATTRIBUTES_ALONE.match(line) or TEMPLATE_TAG_ALONE.match(line):
             lines[n] = ""
         elif ATX_HEADING.match(line):
             lines[n] = ATTRIBUTES_AFTER_HEADING.sub(r"\1", line)
@@ -147,6 +179,35 @@ def _without_site_markup(source: str) -> str:
         else:
             lines[n] = _outside_code_spans(line, lambda words: ATTRIBUTES_AFTER_SPAN.sub("", words))
     return "\n".join(lines)
+
+
+def _open_admonitions(lines: list[str]) -> None:
+    """Each admonition's opening line as its title in bold, and its body taken out of the indent
+    that would make it code, in place. Outside fenced code; a box in a box opens in turn."""
+    fence = ""
+    for n, line in enumerate(lines):
+        mark = FENCE.match(line)
+        if fence:
+            if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) and not line[mark.end():].strip():
+                fence = ""
+            continue
+        if mark:
+            fence = mark.group(1)
+            continue
+        box = ADMONITION.match(line)
+        if not box:
+            continue
+        indent = box.group("indent")
+        lines[n] = indent + _label(box.group("tab") if box.group("tab") is not None else box.group("title"),
+                                   box.group("kind"))
+        body = indent + "    "
+        for k in range(n + 1, len(lines)):
+            if lines[k].startswith(body):
+                lines[k] = indent + lines[k][len(body):]
+            elif lines[k].startswith(indent + "\t"):
+                lines[k] = indent + lines[k][len(indent) + 1:]
+            elif lines[k].strip():
+                break
 
 
 def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:
