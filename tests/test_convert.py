@@ -620,6 +620,24 @@ def test_a_box_keeps_its_words_under_its_title_line_for_line():
     assert "```text\n!!! note\n    code stays code\n:::\n```" in text  # code is code
 
 
+def test_mdx_is_markdown_without_its_javascript():
+    """Docusaurus' and Nextra's pages are MDX: Markdown whose `import` and `export` lines are
+    JavaScript and whose components are tags. It was read as plain text, its code and tags words."""
+    from kbuild.convert import convert
+
+    source = ("import Tabs from '@theme/Tabs';\nexport const meta = {\n  author: 'kb',\n};\n\n# Install\n\n"
+              "<Tabs>\n<TabItem value=\"pip\">\n\nRun the installer with **pip**.\n\n</TabItem>\n</Tabs>\n\n"
+              "```js\nimport x from 'y';\n```\n")
+    converted = convert(source.encode(), "install.mdx")
+    assert converted.kind == "markdown"
+    lines = converted.text.split("\n")
+    assert lines[:6] == ["", "", "", "", "", "# Install"]
+    assert "Run the installer with **pip**." in lines and "<" not in converted.text
+    assert "```js\nimport x from 'y';\n```" in converted.text  # code is code
+    # a Markdown document's sentence that starts with "import" is a sentence
+    assert convert(b"import the data from 'the export' first;\n", "notes.md").text.startswith("import the data")
+
+
 def test_front_matters_title_is_the_heading_of_a_document_that_has_none():
     from kbuild.convert import convert
 

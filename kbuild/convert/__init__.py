@@ -39,7 +39,7 @@ def convert(data: bytes, filename: str) -> Converted:
     converted = _convert(data, filename)
     text = plain_letters(converted.text) if converted.kind != "code" else converted.text
     if converted.kind == "markdown":
-        text = clean_markdown(text)
+        text = clean_markdown(text, modules=extension(filename) == "mdx")
     return dataclasses.replace(converted, text=text) if text != converted.text else converted
 
 

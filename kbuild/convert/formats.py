@@ -25,7 +25,7 @@ PAGED: dict[str, str] = {
     "jp2": "image",
 }
 
-MARKDOWN = {"md", "markdown", "mdown", "mkd", "mkdn"}
+MARKDOWN = {"md", "markdown", "mdown", "mkd", "mkdn", "mdx"}  # MDX: Markdown with JSX (Docusaurus, Nextra)
 RST = {"rst", "rest"}
 HTML = {"html", "htm", "xhtml"}
 CODE = {

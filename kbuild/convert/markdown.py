@@ -54,9 +54,10 @@ CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
 STRUCTURAL = {"table", "thead", "tbody", "tfoot", "tr", "td", "th", "ul", "ol", "li", "dl", "dt", "dd", "pre"}
 
 
-def clean_markdown(source: str) -> str:
-    """`source` (a Markdown document, newlines normalised) as clean Markdown; see the module."""
-    source = _without_site_markup(source)
+def clean_markdown(source: str, modules: bool = False) -> str:
+    """`source` (a Markdown document, newlines normalised) as clean Markdown; see the module.
+    `modules`: the document is MDX, whose `import` and `export` lines are JavaScript."""
+    source = _without_site_markup(source, modules)
     if not any(mark in source for mark in "<&[|"):
         return source  # no tag, entity, link or table: nothing to do, and no parse
     env: dict[str, Any] = {}
@@ -139,14 +140,16 @@ def _label(title: str | None, kind: str | None) -> str:
     return f"**{words.rstrip(':')}:**" if words else ""
 
 
-def _without_site_markup(source: str) -> str:
+def _without_site_markup(source: str, modules: bool = False) -> str:
     """`source` without what a site generator or GitHub's renderer reads and a reader never sees
     (see the module), each line where it was: the lines of what is dropped are left empty, a box
     (an admonition, a fenced div, an alert) keeps its words under its title or kind in bold. Code
     is never touched."""
-    if not MAY_HOLD_SITE_MARKUP.search(source):
+    if not modules and not MAY_HOLD_SITE_MARKUP.search(source):
         return source
     lines = source.split("\n")
+    if modules:
+        _without_modules(lines)
     front = FRONT_MATTER.match(source)
     if front:
         count = front.group(0).rstrip("\n").count("\n") + 1
@@ -179,6 +182,32 @@ def _without_site_markup(source: str) -> str:
         else:
             lines[n] = _outside_code_spans(line, lambda words: ATTRIBUTES_AFTER_SPAN.sub("", words))
     return "\n".join(lines)
+
+
+# MDX's lines of JavaScript: "import Tabs from '@theme/Tabs';", "export const meta = {" (to its "}")
+MODULE_LINE = re.compile(r"""^(?:import\s+(?:[\w*{][^;]*?\s+from\s+)?["'][^"']+["'];?|export\s+(?:default|const|let|var|function|async|class|\{).*)\s*$""")
+MODULE_END = re.compile(r"^\s*[}\])][;,)]*\s*$")
+
+
+def _without_modules(lines: list[str]) -> None:
+    """MDX's `import` and `export` lines (and an export's block, to its closing line) left empty,
+    in place, outside fenced code."""
+    fence, block = "", False
+    for n, line in enumerate(lines):
+        mark = FENCE.match(line)
+        if fence:
+            if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) and not line[mark.end():].strip():
+                fence = ""
+            continue
+        if mark and not block:
+            fence = mark.group(1)
+            continue
+        if block:
+            block = not MODULE_END.match(line)
+            lines[n] = ""
+        elif MODULE_LINE.match(line):
+            block = line.rstrip().endswith(("{", "[", "("))
+            lines[n] = ""
 
 
 def _open_admonitions(lines: list[str]) -> None:
