@@ -576,6 +576,8 @@ def test_what_a_site_generator_reads_is_not_the_documents_words_line_for_line():
     assert lines[23] == "Slowing Guesses"
     assert "```liquid\n{% include toc.html %}\n{:.kept}\n```" in text  # code is code
     assert "Checkers keep `{:.this}` as code." in text
+    # a line with no pipe after the rows, which GFM reads as a row of one cell, is left as written
+    assert convert(b"a | b\n--|--\n1 | 2\nTotals\n", "t.md").text == "| a | b |\n| --|-- |\n| 1 | 2 |\nTotals\n"
 
 
 BOXES = """# Keys

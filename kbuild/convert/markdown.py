@@ -312,12 +312,14 @@ def _in_table(tokens: list[Token], n: int) -> bool:
 def _with_outer_pipes(table: Token, lines: list[str], edits: _Edits) -> None:
     """GFM's table may leave out the pipes at a row's ends ("a | b" over "--|--"): each row is
     given them, so that every reader of text.md knows a row by its first character, as it knows
-    a heading by its "#"."""
+    a heading by its "#". A line with no pipe at all, which GFM reads as a row of one cell when it
+    follows a table ("Estimate Totals" over the next table, a paragraph with no blank line
+    before it), is left as written: it reads as the words it is."""
     start, end = table.map  # type: ignore[misc]
     for row in range(start, end):
         line = lines[row]
         words = line.strip()
-        if words and not (words.startswith("|") and words.endswith("|") and not words.endswith("\\|")):
+        if words and "|" in words and not (words.startswith("|") and words.endswith("|") and not words.endswith("\\|")):
             indent = line[:len(line) - len(line.lstrip())]
             edits.replace(row, row + 1, [indent + ("" if words.startswith("|") else "| ") + words
                                          + ("" if words.endswith("|") and not words.endswith("\\|") else " |")])
