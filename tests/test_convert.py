@@ -622,6 +622,16 @@ def test_a_box_keeps_its_words_under_its_title_line_for_line():
     assert "```text\n!!! note\n    code stays code\n:::\n```" in text  # code is code
 
 
+def test_a_footnotes_mark_leaves_its_sentence_and_its_words_stand_as_a_note():
+    from kbuild.convert import convert
+
+    source = ("# Keys\n\nKeys are hashed[^1] and salted[^salt]; `a[^1]` and [^a-z] stay.\n\n"
+              "[^1]: With a slow hash.\n\n[^salt]: A salt is random.\n")
+    text = convert(source.encode(), "keys.md").text
+    assert text.split("\n")[2] == "Keys are hashed and salted; `a[^1]` and [^a-z] stay."  # no note of "a-z"
+    assert "\nNote 1: With a slow hash.\n\nNote salt: A salt is random.\n" in text
+
+
 def test_mdx_is_markdown_without_its_javascript():
     """Docusaurus' and Nextra's pages are MDX: Markdown whose `import` and `export` lines are
     JavaScript and whose components are tags. It was read as plain text, its code and tags words."""

@@ -25,6 +25,8 @@ Documents people keep carry HTML (a table in `<table>`, `<br>`, `<a name>` ancho
   tabs (`!!! warning "Title"`, `??? note`, `=== "Tab"`; their bodies are indented by four, which
   CommonMark reads as code, so their words were code to every reader of text.md), fenced divs
   (Docusaurus' `:::tip Title`, Pandoc's `::: warning`) and GitHub's alerts (`> [!WARNING]`).
+- a footnote's mark goes from its sentence ("hashed[^1]."), and its words stand as a note
+  ("Note 1: ..."): CommonMark knows neither, and both were words.
 - a table's rows given the pipes at their ends that GFM lets a writer leave out, so that every
   reader of text.md knows a row by its first character.
 
@@ -131,7 +133,11 @@ DIV_OPENING = re.compile(r"^ {0,3}:{3,}[ \t]*(?:\{[^{}]*\}|(?P<kind>[A-Za-z][\w-
 DIV_CLOSING = re.compile(r"^ {0,3}:{3,}[ \t]*$")
 # GitHub's alert: "> [!WARNING]" on a line of its own, at the head of a quote
 ALERT = re.compile(r"^(?P<marks>[ \t]*(?:>[ \t]?)+)\[!(?P<kind>NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*$", re.IGNORECASE)
-MAY_HOLD_SITE_MARKUP = re.compile(r"\{[:#.%<]|\A(?:---|\+\+\+)|^[ \t]*(?:!!!|\?\?\?|===|:::)|\[![A-Za-z]+\]", re.MULTILINE)
+# a footnote (GFM, kramdown, Pandoc): its mark in a sentence, "hashed[^1]", and its words, "[^1]: ..."
+FOOTNOTE_MARK = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+FOOTNOTE = re.compile(r"^\[\^(?P<label>[^\]\s]+)\]:[ \t]*(?P<words>.*)$")
+MAY_HOLD_SITE_MARKUP = re.compile(r"\{[:#.%<]|\A(?:---|\+\+\+)|^[ \t]*(?:!!!|\?\?\?|===|:::)|\[[!^][^\]\s]+\]",
+                                  re.MULTILINE)
 
 
 def _label(title: str | None, kind: str | None) -> str:
@@ -162,6 +168,12 @@ def _without_site_markup(source: str, modules: bool = False) -> str:
     for token in parser().parse("\n".join(lines)):
         if token.type in ("fence", "code_block", "html_block") and token.map:
             code.update(range(*token.map))
+    # a footnote's mark is one whose words the document gives: "[^a-z]" in a sentence is no mark
+    noted = {m.group("label") for n, line in enumerate(lines) if n not in code and (m := FOOTNOTE.match(line))}
+
+    def unmarked(words: str) -> str:
+        return FOOTNOTE_MARK.sub(lambda m: "" if m.group(1) in noted else m.group(0), words) if noted else words
+
     for n, line in enumerate(lines):
         if n in code:
             continue
@@ -171,7 +183,11 @@ def _without_site_markup(source: str, modules: bool = False) -> str:
             lines[n] = ""
         elif alert := ALERT.match(line):
             lines[n] = alert.group("marks") + _label(None, alert.group("kind"))
+        elif footnote := FOOTNOTE.match(line):
+            lines[n] = f"Note {footnote.group('label')}: " + _outside_code_spans(footnote.group("words"), unmarked)
         elif "{" not in line:
+            if "[^" in line:
+                lines[n] = _outside_code_spans(line, unmarked)
             continue
         elif ATTRIBUTES_ALONE.match(line) or TEMPLATE_TAG_ALONE.match(line):
             lines[n] = ""
@@ -180,7 +196,7 @@ def _without_site_markup(source: str, modules: bool = False) -> str:
         elif n + 1 < len(lines) and SETEXT_UNDERLINE.match(lines[n + 1]) and line.strip():
             lines[n] = ATTRIBUTES_AFTER_TEXT.sub("", line)
         else:
-            lines[n] = _outside_code_spans(line, lambda words: ATTRIBUTES_AFTER_SPAN.sub("", words))
+            lines[n] = _outside_code_spans(line, lambda words: unmarked(ATTRIBUTES_AFTER_SPAN.sub("", words)))
     return "\n".join(lines)
 
 
