@@ -258,6 +258,9 @@ credential service provider (CSP)
 
 authenticator
 : Something the subscriber possesses. See _authenticator type_.
+
+factor
+: See _authentication factor_ and _authenticator type_.
 """
 
 
@@ -273,6 +276,6 @@ def test_a_glossarys_entries_that_give_another_name():
         assert (*alias, "alias") in terms, (alias, terms)
     assert ("CSP", "credential service provider", "acronym") in terms
     assert ("credential service provider", "A trusted entity that issues authenticators", "meaning") in terms
-    assert not [t for t in terms if t[0] == "authenticator" and t[2] == "alias"], terms
+    assert not [t for t in terms if t[0] in ("authenticator", "factor") and t[2] == "alias"], terms
     glossary = [GlossaryTerm.of(d, "g/glossary") for d in definitions(GLOSSARY_ENTRIES)]
     assert expand("How long must a memorized secret be?", glossary).also == "password"

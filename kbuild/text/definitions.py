@@ -275,6 +275,8 @@ def _glossary_entry(term: str, means: str, entry: str) -> list[Definition]:
     if bracketed:  # "credential service provider (CSP)": the acronym is read from the entry as prose
         term = bracketed.group("name")
     see = SEE.match(means)
+    if see and re.search(r"\b(?:and|or)\b", see.group(1)):
+        see = None  # "See X and Y" points to two terms, and is no other name of either
     found = [Definition(term, see.group(1), "alias", entry) if see else Definition(term, means, "meaning", entry)]
     if bracketed and not _acronym(term, bracketed.group("other")) and len(bracketed.group("other").split()) <= 3:
         found.append(Definition(bracketed.group("other"), term, "alias", entry))
