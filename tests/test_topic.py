@@ -146,6 +146,25 @@ Records of each attempt are kept for a year.
     assert whole == ["Verifiers SHALL require passwords to be a minimum of eight characters in length."]
 
 
+def test_a_requirement_under_headings_that_name_the_subject_is_on_it():
+    """A standard states its rules under "Rate Limiting (Throttling)" without saying "throttling"
+    again: a view on throttling was a gap. A requirement (RFC 2119) under such headings is kept;
+    what is not one still names the subject itself."""
+    section = """## Passwords
+
+Verifiers SHALL require passwords to be a minimum of eight characters in length.
+
+## Rate Limiting (Throttling)
+
+Verifiers SHALL limit consecutive failed attempts on a single account to no more than 100.
+
+This is background on online guessing.
+"""
+    found = [Candidate("standard.md", "standard.md/all", p) for p in passages(section, ["Authenticators"])]
+    assert [h.sentence for h in rank("throttling", found)] == [
+        "Verifiers SHALL limit consecutive failed attempts on a single account to no more than 100."]
+
+
 def test_a_sentence_that_goes_on_from_a_hit_in_its_list_item_is_kept():
     text = """# Programming Recommendations
 

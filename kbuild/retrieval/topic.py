@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbuild.text.keywords import KEYWORD
 from kbuild.text.prose import STOPWORDS, clean
 from kbuild.text.markdown import ATX_MARK as MD_HEADING, LIST_ITEM as LIST_MARK, UNDERLINE as RST_UNDERLINE
 from kbuild.text.obligations import with_lead_in
@@ -353,12 +354,15 @@ def _rank_subject(about: str, candidates: Sequence[Candidate], per_source: int, 
     for n, (candidate, own) in enumerate(zip(candidates, texts)):
         where = candidate.passage.headings
         _, sections = heading_terms[where]
-        if not any(t in own for t in wanted):
+        weight = weights[candidate.section]
+        if not any(t in own for t in wanted) and not (
+                KEYWORD.search(candidate.passage.text) and coverage(set(), where, weight) >= COVERAGE):
             # headings alone are over every sentence under them: a sentence on the subject names
             # it itself ("Backslashes may still be appropriate at times." under "Maximum Line
-            # Length" does not), or goes on from one that does (below)
+            # Length" does not), or goes on from one that does (below). But a requirement (an
+            # RFC 2119 keyword) under headings that name the subject is on it: a standard states
+            # its rules under "Rate Limiting (Throttling)" without saying "throttling" again.
             continue
-        weight = weights[candidate.section]
         alone = coverage(own, where, weight)
         phrase = any(t in own or t in sections for t in present)
         # a sentence under a heading named for the subject speaks to it more than one naming it in passing
