@@ -279,3 +279,11 @@ def test_a_glossarys_entries_that_give_another_name():
     assert not [t for t in terms if t[0] in ("authenticator", "factor") and t[2] == "alias"], terms
     glossary = [GlossaryTerm.of(d, "g/glossary") for d in definitions(GLOSSARY_ENTRIES)]
     assert expand("How long must a memorized secret be?", glossary).also == "password"
+
+
+def test_an_acronym_a_heading_spells_out():
+    """A sheet may name an acronym only in a heading ("Encryption as a Service (EaaS)" in the
+    Secrets Management sheet); a heading's other brackets and code are no definitions."""
+    text = ("# Secrets\n\n## 2.4 Encryption as a Service (EaaS)\n\nUse it.\n\n"
+            "```\n# Not a Heading (NAH)\n```\n\n## Examples (Python)\n\nRate Limiting (Throttling) is prose.\n")
+    assert found(text) == [("EaaS", "Encryption as a Service", "acronym")]

@@ -38,7 +38,7 @@ wherever a rendering is not longer than its source.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
@@ -201,45 +201,29 @@ def _without_site_markup(source: str, modules: bool = False) -> str:
 
 
 # MDX's lines of JavaScript: "import Tabs from '@theme/Tabs';", "export const meta = {" (to its "}")
-MODULE_LINE = re.compile(r"""^(?:import\s+(?:[\w*{][^;]*?\s+from\s+)?["'][^"']+["'];?|export\s+(?:default|const|let|var|function|async|class|\{).*)\s*$""")
+MODULE_LINE = re.compile(r"""^(?:import\s+(?:[\w*{][^;]*?\s+from\s+)?["'][^"']+["'];?"""
+                         r"|export\s+(?:default|const|let|var|function|async|class|\{).*)\s*$")
 MODULE_END = re.compile(r"^\s*[}\])][;,)]*\s*$")
 
 
 def _without_modules(lines: list[str]) -> None:
     """MDX's `import` and `export` lines (and an export's block, to its closing line) left empty,
     in place, outside fenced code."""
-    fence, block = "", False
-    for n, line in enumerate(lines):
-        mark = FENCE.match(line)
-        if fence:
-            if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) and not line[mark.end():].strip():
-                fence = ""
-            continue
-        if mark and not block:
-            fence = mark.group(1)
-            continue
+    block = False
+    for n in _outside_fences(lines):
         if block:
-            block = not MODULE_END.match(line)
+            block = not MODULE_END.match(lines[n])
             lines[n] = ""
-        elif MODULE_LINE.match(line):
-            block = line.rstrip().endswith(("{", "[", "("))
+        elif MODULE_LINE.match(lines[n]):
+            block = lines[n].rstrip().endswith(("{", "[", "("))
             lines[n] = ""
 
 
 def _open_admonitions(lines: list[str]) -> None:
     """Each admonition's opening line as its title in bold, and its body taken out of the indent
     that would make it code, in place. Outside fenced code; a box in a box opens in turn."""
-    fence = ""
-    for n, line in enumerate(lines):
-        mark = FENCE.match(line)
-        if fence:
-            if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) and not line[mark.end():].strip():
-                fence = ""
-            continue
-        if mark:
-            fence = mark.group(1)
-            continue
-        box = ADMONITION.match(line)
+    for n in _outside_fences(lines):
+        box = ADMONITION.match(lines[n])
         if not box:
             continue
         indent = box.group("indent")
@@ -253,6 +237,22 @@ def _open_admonitions(lines: list[str]) -> None:
                 lines[k] = indent + lines[k][len(indent) + 1:]
             elif lines[k].strip():
                 break
+
+
+def _outside_fences(lines: list[str]) -> Iterator[int]:
+    """The numbers of the lines outside fenced code, each read as it is when reached: a caller
+    may change the lines after the one it was given (an admonition's body, taken out of its
+    indent, may open a fence)."""
+    fence = ""
+    for n, line in enumerate(lines):
+        mark = FENCE.match(line)
+        if fence:
+            if mark and mark.group(1)[0] == fence[0] and len(mark.group(1)) >= len(fence) and not line[mark.end():].strip():
+                fence = ""  # CommonMark: the opening run again (or longer), with nothing after it
+        elif mark:
+            fence = mark.group(1)
+        else:
+            yield n
 
 
 def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:

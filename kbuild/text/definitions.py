@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .inline import inline_words
+from .markdown import ATX_HEADING, FENCED_BLOCK, visible_text
 from .prose import STOPWORDS, prose_sentences
 
 Kind = Literal["acronym", "alias", "meaning"]
@@ -287,12 +288,26 @@ def _glossary_entry(term: str, means: str, entry: str) -> list[Definition]:
     return found
 
 
+def heading_definitions(text: str) -> list[Definition]:
+    """The acronyms a text's headings spell out ("## Encryption as a Service (EaaS)"), outside its
+    code: a sheet may name one only there (9 over the OWASP sheets and PEPs here, none wrong). Only
+    acronyms, whose words must spell them: a heading's other brackets are mostly a remark
+    ("Examples (Python)", "Setup (Optional)")."""
+    found = []
+    for line in FENCED_BLOCK.sub("", text).splitlines():
+        heading = ATX_HEADING.match(line)
+        if heading and heading.group(2) and "(" in line:
+            found += [d for d in sentence_definitions(visible_text(heading.group(2))) if d.kind == "acronym"]
+    return found
+
+
 def definitions(text: str) -> list[Definition]:
     """The terms a text defines, in its lists of them, then in its prose (code and markup aside),
-    each once: a term defined again keeps its first definition of each kind."""
+    then in its headings, each once: a term defined again keeps its first definition of each kind."""
     seen: set[tuple[str, str]] = set()
     found = []
-    for d in listed_definitions(text) + [d for sentence in prose_sentences(text, lead_ins=True) for d in sentence_definitions(sentence)]:
+    prose = [d for sentence in prose_sentences(text, lead_ins=True) for d in sentence_definitions(sentence)]
+    for d in listed_definitions(text) + prose + heading_definitions(text):
         key = (d.term.lower(), d.kind)
         if key not in seen:
             seen.add(key)
