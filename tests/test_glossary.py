@@ -54,6 +54,11 @@ def found(text: str) -> list[tuple[str, str, str]]:
     ("Multi-tenant applications serve multiple customers (tenants) from a shared infrastructure.",
      ("tenants", "customers", "alias")),
     ("Rails uses third-party libraries (gems) for most things.", ("gems", "libraries", "alias")),
+    # a term a standard renames, or names for its own use
+    ("Memorized secrets are now referred to as passwords.", ("passwords", "Memorized secrets", "alias")),
+    ("The credential service provider, referred to in this document as the CSP, issues them.",
+     ("CSP", "credential service provider", "alias")),
+    ("Look-up secrets (formerly grid cards) are printed once.", ("grid cards", "Look-up secrets", "alias")),
     # Wikipedia's article on Microsoft (a document the glossary was not written on)
     ("The corporate headquarters, informally known as the Microsoft Redmond campus, is located at One Microsoft Way.",
      ("Microsoft Redmond campus", "corporate headquarters", "alias")),

@@ -35,9 +35,12 @@ SHORT_THEN_SPELLED = re.compile(rf"\b([A-Z][A-Z0-9]{{1,9}}s?) \(({NAME}(?: {NAME
 QUOTED = r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]"
 OTHER_NAME = rf"(?:{QUOTED}|((?:{NAME}[ ]){{0,4}}{NAME}))"
 # "X, commonly referred to as Y", "X (also known as Y)", "X is often called Y"
+# ... "X are now referred to as Y", "X, referred to in this document as Y", "X (formerly Y)"
 ALIAS = re.compile(rf"((?:{NAME}[ ]){{0,5}}{NAME})(?: \([^()]{{1,12}}\))?,? \(?(?:is |are )?"
-                   rf"(?:commonly |often |also |sometimes |usually |informally |popularly |otherwise |formerly )?"
-                   rf"(?:referred to as|known as|called|a\.k\.a\.?|aka) (?:an? |the )?{OTHER_NAME}")
+                   rf"(?:now |commonly |often |also |sometimes |usually |informally |popularly |otherwise |formerly |"
+                   rf"previously |collectively )?"
+                   rf"(?:referred to(?: in (?:this|these|the) (?:document|guidelines?|standard|specification|volume)s?)? as|"
+                   rf"known as|called|a\.k\.a\.?|aka|(?<=\()(?:formerly|previously)) (?:an? |the )?{OTHER_NAME}")
 # "The Open Web Application Security Project (hereafter "OWASP")", "..., hereinafter referred to as Y"
 HEREAFTER = re.compile(rf"((?:{NAME}[ ]){{0,6}}{NAME}),? \(?(?:hereafter|hereinafter)(?:,? (?:referred to as|called))?,? "
                        rf"{OTHER_NAME}", re.I)
@@ -61,7 +64,7 @@ MEANING = re.compile(rf"^(?:(?:The|A|An) )?(?:term |word |phrase )?[\"“'`]?((?
 # words that start a clause, not a name: "This means", "It refers to"
 NOT_A_NAME = frozenset("this that it these those which what there here they we he she".split())
 # words between a name and "referred to as": "The company is often referred to as"
-LINKING = frozenset("is are was were often commonly also sometimes usually generally".split())
+LINKING = frozenset("is are was were often commonly also sometimes usually generally now formerly previously collectively".split())
 # letters a spelled-out word may give its acronym: "Cross-Site Scripting (XSS)", "eXtensible"
 STANDS_FOR = {"cross": "x", "trans": "x", "extensible": "x", "exchange": "x"}
 # small words an acronym may pass over inside its name: "Proof Key for Code Exchange (PKCE)"
@@ -162,8 +165,8 @@ def _bare(match: re.Match[str], name: str) -> bool:
 # words that make "X ... called Y" give another name of X; without one, "called" and "known as"
 # may name one thing of a kind ("an ORM called ActiveRecord", "a process is known as vendor
 # lock-in") or be a verb ("Gates called MITS")
-ANOTHER_NAME = re.compile(r"\b(?:commonly|often|also|sometimes|usually|informally|popularly|otherwise|formerly|"
-                          r"referred|hereafter|hereinafter|a\.k\.a|aka)\b", re.I)
+ANOTHER_NAME = re.compile(r"\b(?:now|commonly|often|also|sometimes|usually|informally|popularly|otherwise|formerly|"
+                          r"previously|collectively|referred|hereafter|hereinafter|a\.k\.a|aka)\b", re.I)
 
 
 def _one_of_a_kind(match: re.Match[str], name: str, sentence: str) -> bool:
