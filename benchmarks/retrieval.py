@@ -41,7 +41,6 @@ import json
 import math
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -288,6 +287,18 @@ def _ask_for_meaning(root: Path, settings: dict[str, str]) -> None:
     kbuildfile.write_text(written.replace("cap_tokens=4000)", f"cap_tokens=4000, semantic={settings!r})"))
 
 
+def _build_store(root: Path, sources: list[tuple[str, str, str]], meaning: dict[str, str] | None) -> None:
+    """A store in `root` of each (project, file name, text), ranking by meaning with `meaning`
+    (else as `kbuild init` chose), built."""
+    _kbuild(root, "init", str(root))
+    if meaning:
+        _ask_for_meaning(root, meaning)
+    for project, name, text in sources:
+        (root / name).write_text(text, "utf-8")
+        _kbuild(root, "add", project, name)
+    _kbuild(root)
+
+
 def golden(endpoint: tuple[str, str] | None = None) -> None:
     """`endpoint`: (base url, model) of an /embeddings endpoint to rank by meaning with."""
     semantic = endpoint is not None or (importlib.util.find_spec("tokenizers") is not None
@@ -301,13 +312,8 @@ def golden(endpoint: tuple[str, str] | None = None) -> None:
         rows = {}
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
-            _kbuild(root, "init", str(root))
-            if semantic:
-                _ask_for_meaning(root, settings)
-            for project, path in sources.items():
-                shutil.copy(path, root / path.name)
-                _kbuild(root, "add", project, path.name)
-            _kbuild(root)
+            _build_store(root, [(project, path.name, path.read_text("utf-8")) for project, path in sources.items()],
+                         settings if semantic else None)
             rows["`kbuild context`, words only"] = _recalls(root, questions, "--lexical")
             if semantic:
                 rows[f"`kbuild context`, words and meaning fused ({embedder})"] = _recalls(root, questions)
@@ -336,12 +342,8 @@ def volumes() -> None:
     print("|---|---|" + "---:|" * len(BUDGETS))
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        _kbuild(root, "init", str(root))
-        _ask_for_meaning(root, {"source": "local"})
-        for n, sheet in enumerate(sheets):
-            shutil.copy(sheet, root / sheet.name)
-            _kbuild(root, "add", f"volume-{n % 4 + 1}", sheet.name)
-        _kbuild(root)
+        _build_store(root, [(f"volume-{n % 4 + 1}", sheet.name, sheet.read_text("utf-8"))
+                            for n, sheet in enumerate(sheets)], {"source": "local"})
         for name, questions in sets.items():
             rows = {"`kbuild context`, words only": _recalls(root, questions, "--lexical"),
                     "`kbuild context`, fused": _recalls(root, questions),
@@ -381,12 +383,9 @@ def site() -> None:
     for written in ("as written", "as a kramdown site"):
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
-            _kbuild(root, "init", str(root))
-            for project, path in sources.items():
-                text = path.read_text("utf-8")
-                (root / path.name).write_text(text if written == "as written" else as_site(text, project))
-                _kbuild(root, "add", project, path.name)
-            _kbuild(root)
+            texts = {project: path.read_text("utf-8") for project, path in sources.items()}
+            _build_store(root, [(project, path.name, texts[project] if written == "as written"
+                                 else as_site(texts[project], project)) for project, path in sources.items()], None)
             pages = [p for p in (root / "kb").rglob("*.md") if "raw" not in p.relative_to(root / "kb").parts]
             marked = sum(any(m in p.read_text("utf-8") for m in SITE_MARKUP) for p in pages)
             rows = {"words only": _recalls(root, questions, "--lexical")}

@@ -100,8 +100,6 @@ def _content(text: str) -> set[str]:
     return {t for t in tokens(text) if t not in STOPWORDS and not t.isdigit()}
 
 
-
-
 def sentences_of(text: str) -> list[str]:
     """A text's statements, as written: code spans and quotes kept (they are checked letter for
     letter), a link's words without its target (links have a guardrail of their own). A fenced

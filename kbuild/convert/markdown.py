@@ -136,7 +136,8 @@ ALERT = re.compile(r"^(?P<marks>[ \t]*(?:>[ \t]?)+)\[!(?P<kind>NOTE|TIP|IMPORTAN
 # a footnote (GFM, kramdown, Pandoc): its mark in a sentence, "hashed[^1]", and its words, "[^1]: ..."
 FOOTNOTE_MARK = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 FOOTNOTE = re.compile(r"^\[\^(?P<label>[^\]\s]+)\]:[ \t]*(?P<words>.*)$")
-MAY_HOLD_SITE_MARKUP = re.compile(r"\{[:#.%<]|\A(?:---|\+\+\+)|^[ \t]*(?:!!!|\?\?\?|===|:::)|\[[!^][^\]\s]+\]",
+# (a content tab's "===" only with its title: a setext heading's underline asks for no pass)
+MAY_HOLD_SITE_MARKUP = re.compile(r'\{[:#.%<]|\A(?:---|\+\+\+)|^[ \t]*(?:!!!|\?\?\?|===\+?[ \t]+"|:::)|\[[!^][^\]\s]+\]',
                                   re.MULTILINE)
 
 

@@ -294,9 +294,8 @@ def _glossary_entry(term: str, means: str, entry: str) -> list[Definition]:
 def heading_definitions(text: str) -> list[Definition]:
     """The acronyms a text's headings spell out ("## Encryption as a Service (EaaS)"), outside its
     code: a sheet may name one only there (10 over the 24 OWASP sheets of the wild corpus, none
-    wrong; none in the PEPs). Only
-    acronyms, whose words must spell them: a heading's other brackets are mostly a remark
-    ("Examples (Python)", "Setup (Optional)")."""
+    wrong; none in the PEPs). Only acronyms, whose words must spell them: a heading's other
+    brackets are mostly a remark ("Examples (Python)", "Setup (Optional)")."""
     found = []
     for line in FENCED_BLOCK.sub("", text).splitlines():
         heading = ATX_HEADING.match(line)

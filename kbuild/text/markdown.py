@@ -22,8 +22,9 @@ ATX_MARK = re.compile(r"^#{1,6}[ \t]+", re.M)  # the marks that open a Markdown 
 UNDERLINE = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t\r]*$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # A fenced block, to its closing fence: the opening run again, with nothing after it (CommonMark:
-# "```html" opens a block, it never closes one); its body is group 2.
-FENCED_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n(.*?)^ {0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)
+# "```html" opens a block, it never closes one); its body is the group "body" (2).
+FENCED = r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^ {0,3}(?P=fence)[ \t]*$"
+FENCED_BLOCK = re.compile(FENCED, re.MULTILINE | re.DOTALL)
 # A list item's marker: "-", "*", "+", "•", "1.", "1)" or reST's "#.", before the item's words.
 LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|#\.)\s+(?=\S)")
 # The converter's page marker for paged documents (PDF, EPUB...), before each page's text.
@@ -187,7 +188,7 @@ def live_html(text: str) -> list[str]:
 # A link or image: its words, its target and optional title; or code, which holds no links.
 # The link part matches what kbuild.checks.links reads as a link.
 LINK_OR_CODE = re.compile(
-    r"(?P<code>^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^ {0,3}(?P=fence)[ \t]*$|(?<!\\)`[^`\n]*`)"
+    rf"(?P<code>{FENCED}|(?<!\\)`[^`\n]*`)"
     r"|(?<!\\)!?(?<!\\)\[(?P<words>(?:[^\]\\]|\\.)*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)",
     re.S | re.M,
 )
