@@ -35,6 +35,7 @@ AT_MOST, AT_LEAST, LESS, MORE, AFTER = (Comparison.AT_MOST, Comparison.AT_LEAST,
     ("a deployment with severity score of 7 or greater should be moved up", [("7", "", AT_LEAST)]),
     ("Responses MUST arrive in less than 200 ms.", [("200", "ms", LESS)]),
     ("Passwords MUST be between 8 and 64 characters.", [("8", "characters", AT_LEAST), ("64", "characters", AT_MOST)]),
+    ("Passwords MUST be 8-64 characters long.", [("8", "characters", None), ("64", "characters", None)]),  # a range, no name
     ("It SHOULD limit attempts to 5 per passcode.", [("5", "per passcode", AT_MOST)]),
     # a standard writes its small limits as words (NIST's style: "a minimum of eight characters")
     ("Verifiers SHALL require passwords to be a minimum of eight characters in length and SHOULD require a "
@@ -60,6 +61,12 @@ def test_a_number_keeps_its_unit_and_its_comparison(sentence, found):
     # OWASP XSS Filter Evasion Cheat Sheet
     "Please see RFC 2397 for more details; wait 30 minutes.",
     "Launched in May 2013, the scanner SHOULD run for 30 minutes.",
+    # a standard's name in parts ("63B" read as 63 bytes, "800-63-4" as 63 and 4): one per style
+    "Verifiers SHALL follow SP 800-63B and wait 30 minutes.",
+    "Maximum password length should be at least 30 characters (NIST SP800-63B).",
+    "See NIST SP 800-63-4; modules SHALL be validated to FIPS 140-3 within 30 days.",
+    "Per ISO/IEC 19795-1:2021, the test SHALL last 30 minutes.",
+    "OAuth 2.0 tokens and Python 3.11 builds SHALL expire after 30 minutes.",
 ])
 def test_a_section_number_standard_or_code_is_no_limit(sentence):
     assert [q.written for q in quantities(sentence)] == ["30"]

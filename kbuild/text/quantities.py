@@ -64,9 +64,14 @@ RATE = re.compile(r"\s*(?:per|a|an|each|every)\s+([A-Za-z][A-Za-z-]*)", re.I)
 # a number that names rather than counts: a section, a standard, a version, a status code
 LABEL = re.compile(r"(?:\b(?:sections?|sect?\.|§+|clauses?|chapters?|ch\.|parts?|appendix|annex|tables?|figures?|"
                    r"fig\.|steps?|items?|rules?|requirements?|req\.|articles?|art\.|paragraphs?|para\.|pages?|pp?\.|"
-                   r"lines?|notes?|examples?|volumes?|vol\.|issues?|RFC|PEP|ISO|IEC|NIST|SP|CWE|CVE|OWASP|ASVS|"
+                   r"lines?|notes?|examples?|volumes?|vol\.|issues?|RFC|PEP|ISO|IEC|NIST|NISTIR|SP|FIPS|ANSI|IEEE|ETSI|"
+                   r"CWE|CVE|OWASP|ASVS|"
                    r"version|ver\.|v|TLS|SSL|HTTP|HTTP/|status|code|port|level|phase|stage|tier|category|"
                    r"no\.|number|nr\.)|[§#])\s*$", re.I)
+# a number joined to what stands before it by "-", ":" or "/": "800-63", "19795-1:2021", "SP800-63B"
+JOINED = re.compile(r"(\S*?)(\d[\d,.]*)?[-:/]$")
+# a product's version: "OAuth 2.0", "Python 3.11" (a name with a capital inside it, or one not opening the sentence)
+VERSIONED = re.compile(r"(?:\b[A-Za-z]+[A-Z][A-Za-z]*|(?<=[^\s.!?]\s)[A-Z][a-z]+)\s+$")
 HEADING_NUMBER = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+[A-Z]")
 MONTH = r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
 YEAR_BEFORE = re.compile(r"\b(?:" + MONTH + r"|in|since|from|until|by|of|before|after)\s+(?:\d{1,2},?\s+)?$", re.I)
@@ -184,9 +189,13 @@ def is_reference(sentence: str, start: int, end: int) -> bool:
     before = sentence[max(0, start - 20):start]
     if LABEL.search(before):
         return True
-    if re.search(r"[A-Za-z]-$", before):
-        return True
+    joined = JOINED.search(before)
+    if joined and ((before.endswith("-") and re.search(r"[A-Za-z]", joined.group(1))) or (
+            joined.group(2) and is_reference(sentence, joined.start(2) + start - len(before), joined.end(2) + start - len(before)))):
+        return True  # "SHA-256", "SP800-63B", and each part after a name's number: "SP 800-63-4", "FIPS 140-3"
     written = sentence[start:end]
+    if "." in written and VERSIONED.search(before):
+        return True  # "OAuth 2.0 tokens"
     if "." in written and re.match(r"\.\d", sentence[end:]):
         return True  # "1.2.3": NUMBER stopped after "1.2"
     if not sentence[:start].strip() and HEADING_NUMBER.match(sentence[start:]):
