@@ -2,6 +2,8 @@
 
 Before a spec is written, code checks every requirement against the view statements it cites:
 its numbers, RFC 2119 keywords, code names and quoted terms must be there (kbuild.text.obligations).
+A view that writes no keyword in capitals states its rules in plain English: its lower-case
+"must", "shall" and "should" oblige (kbuild.text.obligations.plain_obligations).
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ async def spec_page(ctx: KnowledgeContext, project: str, name: str) -> SpecPage:
     statements = [{"text": st.text, "cites": st.cites, "origin": sec.origin}
                   for sec in sections for st in sec.statements]
     requirements = once_each(await ctx.settings.backend.write_spec(ctx, name, statements))
+    plain = obligations.plain_obligations([st["text"] for st in statements])
     path = store.spec(project, name)
     lines = [f"# Spec: {name}\n",
              f"_What is required to be delivered, written from the [{request.view} view]({link(path, store.view(project, request.view))}). "
@@ -81,9 +84,11 @@ async def spec_page(ctx: KnowledgeContext, project: str, name: str) -> SpecPage:
         if missing:
             raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
                           "which its facts do not; the spec was not written")
-        if normative_keyword(req["statement"]) is None:
-            raise Problem(f"{project}/specs/{name}: requirement R{n} carries no RFC 2119 keyword used as one "
-                          "(MUST, SHALL, SHOULD, MAY ...); the spec was not written")
+        if normative_keyword(req["statement"], plain) is None:
+            said = "must, shall or should" if plain else "RFC 2119 keyword"
+            raise Problem(f"{project}/specs/{name}: requirement R{n} carries no {said} used as one "
+                          f"({'its view writes them in lower case' if plain else 'MUST, SHALL, SHOULD, MAY ...'}); "
+                          "the spec was not written")
         untestable = acceptance_failures(req["statement"], req["acceptance"])
         if untestable:
             raise Problem(f"{project}/specs/{name}: the acceptance of R{n} {'; '.join(untestable)}")
@@ -98,7 +103,8 @@ async def spec_page(ctx: KnowledgeContext, project: str, name: str) -> SpecPage:
         lines.append(f"- Acceptance: {req['acceptance']}\n")
     if not requirements:
         lines.append(f"**A gap.** The {request.view} view states no requirement (no MUST, SHALL, SHOULD, "
-                     "MAY or REQUIRED); nothing here is for a coding agent to implement yet.\n")
+                     "MAY or REQUIRED, nor, where it writes none in capitals, a must, shall or should); nothing "
+                     "here is for a coding agent to implement yet.\n")
     page = "\n".join(lines).rstrip() + "\n"
     await write_grounded(ctx, path, page, claims)
     return SpecPage(path=path, requirements=len(requirements), view=request.view)

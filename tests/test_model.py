@@ -608,3 +608,32 @@ def test_a_plugin_backend_written_against_another_protocol_is_one_line_when_chos
     with pytest.raises(ValueError, match=r"^model settings: backend 'old' of the plug-in kbuild-old 0.1 does not meet "
                                          r"kbuild.model.Backend; upgrade the plug-in"):
         choice.choose_backend({"backend": "old"})
+
+
+def test_a_spec_prompt_names_the_keywords_its_view_obliges_with(tmp_path):
+    """A view whose statements write no keyword in capitals (an OWASP sheet's "should") asks the
+    model for its lower-case obligations; a standard's view for its capitals only."""
+    class Ctx:
+        query_id = "q"
+        state_dir = tmp_path
+
+        async def call(self, request, compute):
+            return await compute()
+
+        def warn(self, message):  # the scripted server refuses a first response format: said, then the next
+            pass
+
+        def count(self, name, amount):
+            pass
+
+    def prompt(texts: list[str]) -> str:
+        with ScriptedServer(lambda r: Reply('{"requirements": []}')) as server:
+            backend = OpenAIBackend(ModelSettings(base_url=f"{server.url}/v1", api_key="t", model="m").resolved())
+            statements = [{"text": t, "cites": [f"s/f{n}"]} for n, t in enumerate(texts)]
+            assert asyncio.run(backend.write_spec(Ctx(), "login", statements)) == []
+            return "\n".join(m["content"] for m in server.requests[0]["messages"])
+
+    plain = prompt(["Passwords must be at least 8 characters long.", "Lockouts should be logged."])
+    assert "must, must not, shall, shall not, should or should not in lower case" in plain
+    capitals = prompt(["Passwords MUST be at least 8 characters long.", "Lockouts should be logged."])
+    assert "an RFC 2119 keyword in capitals (MUST" in capitals and "in lower case" not in capitals

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kbuild.model.offline import select_requirements
-from kbuild.text.obligations import acceptance_failures, normative_keyword, requirement, with_lead_in
+from kbuild.text.obligations import acceptance_failures, normative_keyword, plain_obligations, requirement, with_lead_in
 
 
 @pytest.mark.parametrize("sentence, keyword", [
@@ -94,3 +94,47 @@ def test_two_obligations_in_one_sentence_are_each_tested_at_their_own_strength()
     assert "(at 2 seconds it holds; at 1 second it fails) and (at 5 times it holds; at 6 times it fails)" \
         in req.acceptance  # "not more than" is a ceiling
     assert acceptance_failures(req.statement, req.acceptance) == []
+
+
+# A guide written without RFC 2119's capitals (the OWASP cheat sheets, most READMEs) states its
+# rules in plain English; RFC 8174 leaves lower case to its ordinary meaning, which obliges too.
+PLAIN_GUIDE = [
+    "The counter of failed logins should be associated with the account itself, not the source IP address.",
+    "Passwords must be at least 8 characters long.",
+    "Sessions should not be kept open for more than 30 minutes of inactivity.",
+    "It should be noted that this does not constitute multi-factor authentication.",
+    "An attacker must first obtain a valid session token.",
+    "Should the vault go down, break-glass accounts keep access.",
+    "Which algorithm should we use?",
+    "Clients may cache the token.",
+    "This should help with slow connections.",
+    "The key must have been leaked before the outage.",
+    "There are a number of factors that should be considered when implementing a lockout policy.",
+]
+
+
+@pytest.mark.parametrize("sentence, keyword", [
+    (PLAIN_GUIDE[0], "SHOULD"), (PLAIN_GUIDE[1], "MUST"), (PLAIN_GUIDE[2], "SHOULD NOT"),
+    *[(sentence, None) for sentence in PLAIN_GUIDE[3:]],  # an aside, an attacker's lot, a condition, a question,
+    # "may" (a possibility more often than a permission), an expectation, an inference, what merely exists
+])
+def test_a_text_without_capital_keywords_obliges_in_plain_english(sentence, keyword):
+    assert normative_keyword(sentence, plain=True) == keyword
+    assert normative_keyword(sentence) is None  # where a text writes its keywords in capitals, lower case is English
+
+
+def test_plain_english_counts_only_where_no_statement_writes_a_keyword_in_capitals():
+    assert plain_obligations(PLAIN_GUIDE)
+    assert not plain_obligations([*PLAIN_GUIDE, "Refunds MUST be requested within 90 days."])
+    assert not plain_obligations(["The sky is blue."])  # nothing obliges in either case: no plain English to read
+
+    found = select_requirements([{"text": t, "cites": [f"guide/f{n}"]} for n, t in enumerate(PLAIN_GUIDE)])
+    assert [r["statement"] for r in found] == PLAIN_GUIDE[:3]  # the words as written, never recased
+    limit = found[1]["acceptance"]
+    assert limit.startswith("Given passwords;") and "then a test passes only if passwords can be seen to be at " \
+        "least 8 characters long" in limit and "(at 8 characters it holds; at 7 characters it fails)" in limit
+    assert "can be seen not to be kept open for more than 30 minutes" in found[2]["acceptance"]
+    assert all(acceptance_failures(r["statement"], r["acceptance"]) == [] for r in found)
+    mixed = select_requirements([{"text": t, "cites": ["std/f"]} for t in
+                                 [*PLAIN_GUIDE, "Refunds MUST be requested within 90 days."]])
+    assert [r["statement"] for r in mixed] == ["Refunds MUST be requested within 90 days."]

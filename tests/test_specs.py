@@ -89,3 +89,32 @@ def test_a_restated_requirement_is_the_same_obligation(first, second, same):
     from kbuild.text.obligations import same_obligation
 
     assert same_obligation(first, second) is same
+
+
+GUIDE = """# Login Guide
+
+## Logins
+
+The counter of failed logins should be associated with the account itself, not the source IP address.
+Accounts must be locked for 15 minutes after 10 failed logins. It should be noted that a lockout
+can be abused to keep a user out. Login passwords must be at least 8 characters long. Which hash
+should we use for login passwords? Argon2id is the usual answer.
+"""
+
+
+def test_a_guide_without_capital_keywords_gets_a_spec_of_its_plain_rules(tmp_path: Path):
+    """The OWASP cheat sheets write "should" and "must" in lower case: a spec from their views
+    was always "a gap", its view full of rules."""
+    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
+    (tmp_path / "guide.md").write_text(GUIDE)
+    assert kbuild(tmp_path, "add", "web", "guide.md").exit_code == 0
+    assert kbuild(tmp_path, "view", "add", "web", "login", "--about", "logins").exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "web", "login-api", "--view", "login").exit_code == 0
+    result = kbuild(tmp_path)
+    assert result.exit_code == 0, result.output
+    found = requirements((tmp_path / "kb/web/artifacts/specs/login-api.md").read_text())
+    assert set(found) == {
+        "The counter of failed logins should be associated with the account itself, not the source IP address.",
+        "Accounts must be locked for 15 minutes after 10 failed logins.",
+        "Login passwords must be at least 8 characters long."}, found
+    assert "(at 8 characters it holds; at 7 characters it fails)" in found["Login passwords must be at least 8 characters long."]

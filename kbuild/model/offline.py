@@ -134,16 +134,18 @@ def select_statements(kind: str, facts: list[dict[str, object]]) -> list[dict[st
 
 
 def select_requirements(statements: list[dict[str, object]]) -> list[dict[str, object]]:
-    """The statements of a view that oblige (an RFC 2119 keyword used as one), as requirements,
-    each with how to test it (kbuild.text.obligations)."""
+    """The statements of a view that oblige (an RFC 2119 keyword used as one, or, in a view that
+    writes none in capitals, its lower-case must, shall or should), as requirements, each with how
+    to test it (kbuild.text.obligations)."""
     found = []
     previous: dict[str, str] = {}  # the subject of the last requirement citing a fact, for "It SHOULD ..."
+    plain = obligations.plain_obligations([str(st["text"]) for st in statements])
     for st in statements:
         cites = [str(c) for c in st["cites"]]  # type: ignore[attr-defined]
-        req = obligations.requirement(str(st["text"]), next((previous[c] for c in cites if c in previous), None))
+        req = obligations.requirement(str(st["text"]), next((previous[c] for c in cites if c in previous), None), plain)
         if req is not None:
             found.append({"statement": req.statement, "cites": st["cites"], "acceptance": req.acceptance})
-            who = obligations.subject(req.statement, req.keyword)
+            who = obligations.subject(req.statement, req.keyword, plain)
             if who.lower() not in obligations.PRONOUN:
                 previous.update(dict.fromkeys(cites, who))
     return found

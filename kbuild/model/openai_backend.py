@@ -30,6 +30,7 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ..engine import CallCache, Problem
+from ..text import obligations
 from ..text.tokens import estimate_tokens
 from .backend import Backend
 from .batchcalls import BatchCalls
@@ -51,6 +52,12 @@ SUMMARY_CHARS = 600  # a summary is one or two sentences
 QUOTE_CHARS = 300  # a sentence picked for a view, quoted
 STATEMENT_CHARS = 400
 SYNTHESIS_SENTENCES = 3  # a concept page's opening: what its sources say together, not each again
+# what obliges in a view's statements, as the spec prompt names it (kbuild.text.obligations)
+CAPITAL_KEYWORDS = ("an RFC 2119 keyword in capitals (MUST, MUST NOT, SHALL, SHALL NOT, SHOULD, SHOULD NOT, MAY, "
+                    "REQUIRED, RECOMMENDED, OPTIONAL)")
+PLAIN_KEYWORDS = ("must, must not, shall, shall not, should or should not in lower case, used to oblige: these statements "
+                  "write no RFC 2119 keyword in capitals, so they state their rules in plain English (\"may\" is no "
+                  "keyword here, nor is \"it should be noted\", nor what an attacker must do)")
 REASONING_CHARS = 400  # the judge's reasoning before its verdict on a disagreement: a sentence or two
 
 
@@ -259,8 +266,9 @@ class OpenAIBackend(Backend):
         if not statements:
             return []
         numbered = "\n".join(f"[{n}] {st['text']}" for n, st in enumerate(statements, start=1))
+        plain = obligations.plain_obligations([st["text"] for st in statements])
         reply = await self.ask(ctx, "spec", Spec, max_tokens=250 * min(len(statements), 40) + 100, name=name,
-                               statements=untrusted(numbered))
+                               keywords=PLAIN_KEYWORDS if plain else CAPITAL_KEYWORDS, statements=untrusted(numbered))
         cites = {n: st["cites"] for n, st in enumerate(statements, start=1)}
         return [{"statement": r.statement, "acceptance": r.acceptance,
                  "cites": [ref for c in r.cites if c in cites for ref in cites[c]]} for r in reply.requirements]

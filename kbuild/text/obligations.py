@@ -6,6 +6,12 @@ A standard's sentences that carry MUST or SHOULD are not all requirements: the d
 keywords ("SHOULD: This word, or the adjective ...") uses them, and a bullet of a "when to use
 this" list is a condition of other requirements. A list item ("- time out after 5 minutes") only
 obliges someone with its lead-in ("The server MUST:"), so the two are read as one sentence.
+
+A text that writes no keyword in capitals (a guide, a README: the OWASP cheat sheets) states its
+rules in plain English, "passwords must be at least 8 characters long". RFC 8174 leaves lower case
+to its ordinary meaning, and that meaning obliges: where no statement a spec is written from
+uses a capital keyword, its lower-case "must", "shall" and "should" are read as theirs, and
+nowhere else (a standard that writes SHALL means nothing by "should").
 """
 from __future__ import annotations
 
@@ -27,6 +33,18 @@ CONDITION_LEAD = re.compile(r"^\s*(?:when|if|where|unless|in case|use (?:it|this
                             r"conditions?|prerequisites?|suitable)\b|\b(?:when|if) to use\b|\bapplies (?:when|if)\b|"
                             r"\buse (?:it|this|them) (?:when|if|only)\b|"
                             r"\b(?:conditions?|when|if|where|unless|whenever)\s*$", re.I)
+# the keywords a text without capitals obliges with; "may" is left out, as in English it says
+# what can happen far more often than what is allowed ("attackers may guess the token")
+PLAIN_WORDS = r"\b(?:must not|shall not|should not|must|shall|should)\b"
+PLAIN_KEYWORD = re.compile(f"({PLAIN_WORDS})")
+# plain sentences with those words that oblige nobody: an aside ("it should be noted"), an
+# inference ("must have been leaked"), an expectation ("this should help")
+NOT_AN_OBLIGATION = re.compile(r"\b(?:must|should|shall) be (?:noted|mentioned|remembered|said|clear)\b|"
+                               r"\b(?:must|should) have (?:been|had)\b|"
+                               r"\bshould (?:help|work|suffice|be (?:enough|sufficient|fine))\b", re.I)
+# whom a plain sentence's "must" or "should" cannot oblige: an attacker, or what merely exists
+# ("there are factors that should be considered")
+NO_ONE_OBLIGED = re.compile(r"\b(?:attackers?|adversar(?:y|ies)|intruders?)\b|^\s*there (?:is|are)\b", re.I)
 # where a lead-in stops mid-clause, its item completes it: "The server MUST:" + "time out ..."
 OPEN_END = re.compile(KEYWORD.pattern + r"\s*$|\b(?:must|shall|should|may|will|can|to|be|is|are|that|"
                       r"the following|following|these|as follows)\s*$", re.I)
@@ -64,26 +82,40 @@ def with_lead_in(lead_in: str, item: str) -> str:
     return f"{lead}: {item}"
 
 
-def normative_keyword(sentence: str) -> str | None:
+def normative_keyword(sentence: str, plain: bool = False) -> str | None:
     """The RFC 2119 keyword a sentence obliges with, or None: the keyword must be in capitals (RFC
-    8174), used rather than named or defined, and not inside a condition bullet."""
+    8174), used rather than named or defined, and not inside a condition bullet. `plain`: the
+    sentence is of a text that writes no keyword in capitals (`plain_obligations`), so its lower-case
+    "must", "shall" and "should" oblige, given in capitals ("should not" is "SHOULD NOT")."""
     if DEFINITION.search(sentence):
         return None
+    pattern = PLAIN_KEYWORD if plain else KEYWORD
     lead, colon, rest = sentence.partition(": ")
-    if colon and CONDITION_LEAD.search(lead) and not KEYWORD.search(lead):
+    if colon and CONDITION_LEAD.search(lead) and not pattern.search(lead):
         return None  # a bullet of a "when to use this" list: a condition, not an obligation
-    used = NAMED_KEYWORD.sub(" ", sentence)
-    match = KEYWORD.search(used)
+    used = sentence if plain else NAMED_KEYWORD.sub(" ", sentence)
+    match = pattern.search(used)
     if not match:
         return None
-    keyword = match.group(1)
+    if plain and (used.rstrip().endswith("?") or NOT_AN_OBLIGATION.search(used)
+                  or NO_ONE_OBLIGED.search(used[:match.start()].rsplit(": ", 1)[-1])):
+        return None
+    keyword = match.group(1).upper()
     if keyword == "RECOMMENDED" and re.search(r"\bNOT\s+RECOMMENDED\b", used):
         return "NOT RECOMMENDED"
     return keyword
 
 
+def plain_obligations(texts: list[str]) -> bool:
+    """Whether texts state their rules in plain English: none uses an RFC 2119 keyword in capitals,
+    and one at least obliges in lower case."""
+    return (not any(normative_keyword(text) for text in texts)
+            and any(normative_keyword(text, plain=True) for text in texts))
+
+
 # a second obligation of the same subject: "... SHOULD wait at least 2 seconds and MUST NOT retry ..."
 NEXT_OBLIGATION = re.compile(r",?\s+(?:and|but)\s+(?=\b(?:" + "|".join(KEYWORDS) + r")\b)")
+NEXT_PLAIN_OBLIGATION = re.compile(rf",?\s+(?:and|but)\s+(?={PLAIN_WORDS})")
 
 
 def _lower_first(text: str) -> str:
@@ -93,14 +125,20 @@ def _lower_first(text: str) -> str:
 PRONOUN = frozenset("it they this these he she".split())
 
 
-def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> str:
+def acceptance(sentence: str, keyword: str, antecedent: str | None = None, plain: bool = False) -> str:
     """How to test a requirement: Given whom it obliges, When it applies (its conditions), Then
     what a test must see, with each number's edge named, so that a test can be written from it.
     A subject that is a pronoun ("It SHOULD limit attempts") is `antecedent`, when known: the
-    subject of the requirement before it in the same fact."""
+    subject of the requirement before it in the same fact. `plain`: its keyword is in lower case
+    (`normative_keyword`)."""
     lead, colon, rest = sentence.partition(": ")
-    body = rest if colon and keyword not in lead else sentence
-    subject, _, action = body.partition(keyword)
+    if plain:
+        body = rest if colon and not PLAIN_KEYWORD.search(lead) else sentence
+        found = PLAIN_KEYWORD.search(body)
+        subject, action = (body[:found.start()], body[found.end():]) if found else (body, "")
+    else:
+        body = rest if colon and keyword not in lead else sentence
+        subject, _, action = body.partition(keyword)
     # the clause that holds the keyword: "See Section 4 for resets; as § 3.2 says, uploads MUST ..."
     subject = WHERE_STATED.sub("", subject.rsplit(";", 1)[-1].strip())
     conditions = []
@@ -114,10 +152,10 @@ def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> st
     action = action.strip().rstrip(".;,").strip() or "do what is required"
     # each obligation the sentence joins ("SHOULD wait ... and MUST NOT retry ...") is tested at its own strength
     clauses: list[tuple[str, str]] = []
-    for part in NEXT_OBLIGATION.split(action):
-        strength = KEYWORD.match(part)
+    for part in (NEXT_PLAIN_OBLIGATION if plain else NEXT_OBLIGATION).split(action):
+        strength = (PLAIN_KEYWORD if plain else KEYWORD).match(part)
         if clauses and strength:
-            clauses.append((strength.group(1), part[strength.end():].strip()))
+            clauses.append((strength.group(1).upper(), part[strength.end():].strip()))
         elif clauses:
             continue  # the keyword's own group of the split
         else:
@@ -141,18 +179,19 @@ def acceptance(sentence: str, keyword: str, antecedent: str | None = None) -> st
     return f"Given {subject}; {when}; then {then}" + (f" {edges}" if edges else "") + "."
 
 
-def subject(sentence: str, keyword: str) -> str:
+def subject(sentence: str, keyword: str, plain: bool = False) -> str:
     """Whom a requirement obliges, as its acceptance's Given names it."""
-    return acceptance(sentence, keyword).removeprefix("Given ").split(";", 1)[0]
+    return acceptance(sentence, keyword, plain=plain).removeprefix("Given ").split(";", 1)[0]
 
 
-def requirement(sentence: str, antecedent: str | None = None) -> Requirement | None:
+def requirement(sentence: str, antecedent: str | None = None, plain: bool = False) -> Requirement | None:
     """The requirement a view's statement makes, with how to test it; None when it obliges
-    nothing. `antecedent`: the subject of the requirement before it in its fact, for a pronoun."""
-    keyword = normative_keyword(sentence)
+    nothing. `antecedent`: the subject of the requirement before it in its fact, for a pronoun;
+    `plain`: the statement is of a text whose rules are in plain English (`plain_obligations`)."""
+    keyword = normative_keyword(sentence, plain)
     if keyword is None:
         return None
-    return Requirement(sentence, keyword, acceptance(sentence, keyword, antecedent))
+    return Requirement(sentence, keyword, acceptance(sentence, keyword, antecedent, plain))
 
 
 def acceptance_failures(statement: str, acceptance_text: str) -> list[str]:
