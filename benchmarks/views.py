@@ -1,11 +1,17 @@
 """Views on request on labelled requests: precision and recall of their statements.
 
     python benchmarks/views.py
+    python benchmarks/views.py specs
 
 Builds a store of the PEPs in tests/data with the offline backend, one view on request per
 labelled request of tests/data/view-requests.json (how the labels were made: tests/data/README.md),
 and compares each view's statements with the sentences labelled as belonging in it. A request
 labelled as a gap must give the gap page.
+
+`specs` builds a store of the OWASP cheat sheets in tests/data/owasp (guides that write their
+rules in plain English, no keyword in capitals), a view on each sheet's subject and a spec from
+each view, and prints how many statements each view holds, how many requirements its spec, and
+which reading of the keywords it took (kbuild/text/obligations.py).
 """
 from __future__ import annotations
 
@@ -145,5 +151,40 @@ def main() -> None:
                     print(f"  {name}: not a gap: {statements((views / f'{name}.md').read_text())[:3]}")
 
 
+def specs() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+
+        def kbuild(*args: str) -> str:
+            result = CliRunner().invoke(kbuild_main, ["-C", str(root), *args])
+            if result.exit_code != 0 and args[0] != "build":
+                raise SystemExit(f"kbuild {' '.join(args)} failed: {result.output.strip()}")
+            return result.output
+
+        kbuild("init", str(root))
+        sheets = sorted((DATA / "owasp").glob("*_Cheat_Sheet.md"))
+        for sheet in sheets:
+            shutil.copy(sheet, root / sheet.name)
+            kbuild("add", "owasp", sheet.name)
+        names = {}
+        for sheet in sheets:
+            name = sheet.name.removesuffix("_Cheat_Sheet.md").lower().replace("_", "-")
+            names[name] = sheet.name.removesuffix("_Cheat_Sheet.md").replace("_", " ")
+            kbuild("view", "add", "owasp", name, "--about", names[name])
+            kbuild("spec", "add", "owasp", f"{name}-spec", "--view", name)
+        kbuild("build")
+        artifacts = root / "kb" / "owasp" / "artifacts"
+        print("| view on | statements | requirements | keywords read |\n|---|---:|---:|---|")
+        total = [0, 0]
+        for name, about in names.items():
+            said = statements((artifacts / "views" / f"{name}.md").read_text())
+            spec = (artifacts / "specs" / f"{name}-spec.md").read_text()
+            found = re.findall(r"^\*\*R\d+\.\*\* ", spec, flags=re.M)
+            reading = "capitals" if any(re.search(r"\b(?:MUST|SHALL|SHOULD)\b", s) for s in said) else "plain English"
+            total = [total[0] + len(said), total[1] + len(found)]
+            print(f"| {about} | {len(said)} | {len(found)} | {reading} |")
+        print(f"| **all {len(names)}** | {total[0]} | {total[1]} | |")
+
+
 if __name__ == "__main__":
-    main()
+    specs() if sys.argv[1:] == ["specs"] else main()
