@@ -292,3 +292,29 @@ def test_an_acronym_a_heading_spells_out():
     text = ("# Secrets\n\n## 2.4 Encryption as a Service (EaaS)\n\nUse it.\n\n"
             "```\n# Not a Heading (NAH)\n```\n\n## Examples (Python)\n\nRate Limiting (Throttling) is prose.\n")
     assert found(text) == [("EaaS", "Encryption as a Service", "acronym")]
+
+
+def test_a_terminology_section_gives_its_terms_meanings():
+    """The OAuth 2.0 sheet defines its terms in a list under "## Terminology" ("- **Client**:
+    Generally refers to ..."): none of them was in its glossary. A bold lead-in elsewhere is a
+    point made, not a term."""
+    terms = {(t, kind): means for t, means, kind in found((DATA / "owasp/OAuth2_Cheat_Sheet.md").read_text())}
+    assert terms[("Client", "meaning")].startswith("Generally refers to an application making protected resource")
+    assert terms[("Resource Server", "meaning")].startswith("Refers to the server hosting the protected resources")
+    assert terms[("Refresh Tokens", "meaning")].startswith("are credentials used to obtain access tokens")
+    assert terms[("RS", "acronym")] == "Resource Server"
+    assert found("# Guide\n\n## Rules\n\n- **Rotate keys**: every 90 days.\n") == []
+
+
+def test_a_question_that_describes_a_defined_term_asks_for_it():
+    """A reader describes what the source names: "the cluster's backing key-value database" is
+    what a glossary defines as etcd. Three words of the definition's first sentence at least, and
+    a third of them, or the question is only near it."""
+    glossary = [term("etcd", "A consistent and highly-available key-value store used as the backing store for all "
+                             "cluster data", "meaning"),
+                term("pod", "The smallest deployable unit of computing", "meaning")]
+    asked = expand("How bad is write access to the cluster's backing key-value database?", glossary)
+    assert asked.also == "etcd"
+    assert asked.trace() == ["expanded by the glossary: a description (cluster, backing, key, value) -> etcd"]
+    assert expand("Which key-value database should I pick?", glossary).added == ()  # two words: near, not it
+    assert expand("Who can write to etcd, the cluster's backing key-value store?", glossary).added == ()  # named

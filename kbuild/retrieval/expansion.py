@@ -17,7 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..text.definitions import Definition
-from ..text.ranking import tokens
+from ..text.prose import STOPWORDS
+from ..text.ranking import WORD, tokens
 
 GLOSSARY_FILE = "glossary.json"  # kb/PROJECT/glossary.json, beside glossary.md
 GLOSSARY_FORMAT = 1
@@ -115,17 +116,49 @@ def _used(question: str, stems: Sequence[str], name: str) -> bool:
     return _holds(stems, _stems(name))
 
 
+# A question that describes a term the way its glossary defines it asks for the term: "the
+# cluster's backing key-value database" for etcd, "a consistent and highly-available key-value
+# store used as Kubernetes' backing store". At least DESCRIBED words of the definition's first
+# sentence (its first HEAD content words) must be the question's, and a third of them at least.
+DESCRIBED = 3
+HEAD = 12
+# words any definition uses to define, which describe nothing
+DEFINING = frozenset(tokens("refers refer generally usually typically used use uses using means mean called known "
+                            "defined term something someone thing things way kind type form part set process act "
+                            "e.g i.e etc"))
+NOT_DESCRIBING = frozenset(tokens(" ".join(STOPWORDS))) | DEFINING
+
+
+def _described(content: set[str], means: str) -> list[str]:
+    """The stems of a definition's first sentence the question holds, when they describe it."""
+    head = re.split(r"(?<=[.;])\s", means, maxsplit=1)[0]
+    said = list(dict.fromkeys(t for t in tokens(head) if t not in NOT_DESCRIBING and not t.isdigit()))[:HEAD]
+    shared = [t for t in said if t in content]
+    return shared if len(shared) >= DESCRIBED and 3 * len(shared) >= len(said) else []
+
+
 def expand(question: str, terms: Iterable[GlossaryTerm]) -> Expansion:
-    """The question with the other name of each term it names and does not name the other way."""
+    """The question with the other name of each term it names and does not name the other way,
+    and each term whose definition it describes (`_described`) and does not name."""
     stems = tokens(question)
     added: dict[str, tuple[str, str]] = {}
+    described: list[GlossaryTerm] = []
     for term in terms:
         if term.names is None:
+            described.append(term)
             continue
         a, b = term.names
         for used, other in ((a, b), (b, a)):
             if other.lower() not in added and _used(question, stems, used) and not _used(question, stems, other):
                 added[other.lower()] = (used, other)
+    content = set(stems) - NOT_DESCRIBING
+    for term in described:
+        if term.term.lower() in added or _used(question, stems, term.term):
+            continue
+        shared = _described(content, term.means)
+        if shared:
+            words = [w for w in dict.fromkeys(WORD.findall(question.lower())) if tokens(w) and tokens(w)[0] in shared]
+            added[term.term.lower()] = (f"a description ({', '.join(words)})", term.term)
     return Expansion(question, tuple(added.values()))
 
 

@@ -245,6 +245,17 @@ LISTED = (re.compile(rf"^\|[ \t]*{SHORT}[ \t]*\|[ \t]*(?P<means>[^|\n]+?)[ \t]*\
           re.compile(rf"^[ \t]*[-*+][ \t]+{SHORT}[ \t]*(?::|—|–| -)[ \t]+(?P<means>[^\n]+)", re.MULTILINE))
 
 
+# A section that is a glossary, and its entries as a list writes them: "## Terminology" over
+# "- **Client**: Generally refers to an application ..." (the OWASP OAuth 2.0 sheet), "- **Term:**
+# meaning", "- Term — meaning". Only under such a heading: elsewhere a bold lead-in is a point
+# made, not a term defined.
+GLOSSARY_HEADING = re.compile(r"^(?:terminology|glossary|definitions?|key (?:terms|concepts)|terms(?: and definitions)?|"
+                              r"vocabulary|concepts|terms used)\b", re.I)
+ASIDES = frozenset("note notes example examples warning tip important caution see source sources".split())
+GLOSSARY_ITEM = re.compile(r"^[ \t]*[-*+][ \t]+(?:(?:\*\*|__)(?P<bold>[^*_\n:]{1,60}?):?(?:\*\*|__):?|"
+                           r"(?P<plain>[A-Za-z][^:\n]{0,40}?):)[ \t]*(?:—|–| -)?[ \t]*(?P<means>[A-Za-z][^\n]*)$")
+
+
 # A glossary's entry that is only another name: "memorized secret: See password." ("See also"
 # points to a neighbour, not to the same thing)
 SEE = re.compile(rf"^See (?!also\b)(?:the )?((?:{NAME}[ ]){{0,4}}{NAME})\.?$")
@@ -269,7 +280,26 @@ def listed_definitions(text: str) -> list[Definition]:
                 found.append((match.start(), Definition(term, means, "acronym", entry)))
             elif pattern is DEFINITION_LIST and len(term.split()) <= 8:
                 found += [(match.start(), d) for d in _glossary_entry(term, means, entry)]
+    found += _glossary_sections(text)
     return [d for _, d in sorted(found, key=lambda f: f[0])]
+
+
+def _glossary_sections(text: str) -> list[tuple[int, Definition]]:
+    """The entries of the lists under a heading that names a glossary ("Terminology"), outside code."""
+    found: list[tuple[int, Definition]] = []
+    inside, at = False, 0
+    for line in FENCED_BLOCK.sub("", text).splitlines(keepends=True):
+        heading = ATX_HEADING.match(line)
+        if heading:
+            inside = bool(GLOSSARY_HEADING.match(visible_text(heading.group(2) or "").strip()))
+        elif inside and (item := GLOSSARY_ITEM.match(line.rstrip("\n"))):
+            term = inline_words(item.group("bold") or item.group("plain")).strip()
+            means = inline_words(item.group("means")).strip().rstrip(".").strip()
+            if term and len(term.split()) <= 6 and term.lower() not in ASIDES and not (re.fullmatch(r"[A-Z][A-Za-z0-9]{1,9}", term)
+                                                         and _spells(means.split(), term.rstrip("s"))):
+                found += [(at, d) for d in _glossary_entry(term, means, f"{term}: {means}")]
+        at += len(line)
+    return found
 
 
 def _glossary_entry(term: str, means: str, entry: str) -> list[Definition]:
