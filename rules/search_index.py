@@ -20,6 +20,7 @@ from importlib.metadata import version
 from typing import Any
 
 from kbuild.text.injection import find_injections
+from kbuild.text.markdown import UNDERLINE
 from kbuild.engine import QueryFailed, rule
 from kbuild.text import slicing
 from kbuild.text.ranking import Segment, build_index, defined_abbreviations, segment, tokens
@@ -117,7 +118,7 @@ def section_line(section: dict[str, Any]) -> str:
     return json.dumps({**section, "source_index": "\0"}, sort_keys=True, ensure_ascii=False)
 
 
-@rule(version=5, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
+@rule(version=6, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
                        section_line, injection), settings=("store",))
 async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
@@ -153,7 +154,14 @@ async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: 
         nth, seen[heading] = seen[heading], seen[heading] + 1
         body = "\n".join(lines[piece["start"] - place.start:piece["end"] - place.start + 1])
         heads = [h for h in piece["headings"] if h != doc.title]
-        crumb = [doc.title, *heads, *(c for c in piece["covers"] if c not in heads and c != doc.title)]
+        inside = [c for c in piece["covers"] if c not in heads and c != doc.title]
+        crumb = [doc.title, *heads, *inside]  # every heading over or in it: its words are searched
+        # where it starts, as a reader is shown it: a part that runs into the next heading
+        # ("Revocation", then "## Auditing") is not under it
+        named = {_plain(h) for h in [doc.title, *heads]}
+        opening = next((line for line in lines[piece["start"] - place.start:piece["end"] - place.start + 1]
+                        if _plain(line) and _plain(line) not in named and not UNDERLINE.fullmatch(line.strip())), "")
+        path = [doc.title, *heads, *inside[:1]] if inside and _plain(opening) == inside[0].lower() else [doc.title, *heads]
         counts = Counter(tokens(body))
         named = piece["covers"] or piece["headings"][-1:]  # the section's own headings
         for heading in crumb[1:]:
@@ -170,7 +178,7 @@ async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: 
         sections.append({
             "kind": "section", "page": shown, "text": store.text(project, source),
             "start": piece["start"], "end": piece["end"], "crumb": crumb, "tokens": estimate_tokens(body),
-            "line": first_sentence(body) or " › ".join(crumb),
+            "line": first_sentence(body) or " › ".join(crumb), **({"path": path} if path != crumb else {}),
         })
         counted.append(dict(sorted(counts.items())))
     found = found_counts = None

@@ -344,3 +344,23 @@ def test_a_numeronym_finds_the_word_it_counts_out():
     from kbuild.text.ranking import spelled_out
 
     assert spelled_out("are k8s secrets safe behind the API?") == "kubernetes"
+
+
+def test_a_section_that_runs_into_the_next_heading_is_named_where_it_starts(tmp_path):
+    """A small section is searched with its neighbour: "Revocation", two lines, with "Auditing",
+    the next heading up. Its breadcrumb read "Lifecycle › Revocation › Auditing", as if Auditing
+    stood under Revocation; it is named where it starts, and the heading inside it is printed."""
+    rotate = "You should regularly rotate secrets so that stolen credentials work only for a short time. " * 4
+    guide = ("# Vault Guide\n\n## Lifecycle\n\n" + "Secrets pass through creation, rotation and revocation. " * 2
+             + f"\n\n### Rotation\n\n{rotate}\n\n{rotate}\n\nUser credentials are excluded from regular rotation.\n\n"
+             "### Revocation\n\nRevoke a secret as soon as it is no longer required or may be compromised.\n\n"
+             "## Auditing\n\n" + "Audit every access to every secret in the vault. " * 6 + "\n")
+    small_store(tmp_path, {"guide.md": guide})
+    kbuildfile = tmp_path / "Kbuildfile.py"  # one fact, its sections cut at headings
+    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=15, cap_tokens=40", "floor_tokens=2000, cap_tokens=4000"))
+    assert kbuild(tmp_path).exit_code == 0
+    printed = kbuild(tmp_path, "context", "audit every access to a secret", "--budget", "300").output
+    assert "### Lifecycle › Revocation (text.md lines" in printed, printed
+    assert "Revocation › Auditing" not in printed and "## Auditing" in printed, printed
+    found = kbuild(tmp_path, "search", "audit every access to a secret").output
+    assert "[Vault Guide › Lifecycle › Revocation](" in found and "› Auditing" not in found, found

@@ -327,8 +327,15 @@ def expanded(store: Path, question: str, project: str | None) -> Expansion:
     return expand(question, read_glossaries(store, [project] if project else store_projects(store)))
 
 
+def breadcrumb(doc: dict[str, object]) -> list[str]:
+    """Where a section stands, as a reader is shown it: its title and the headings over its first
+    line (`path`, where that differs from the `crumb` its words are searched by: a part that runs
+    into the next heading lists that heading in its crumb, not under it)."""
+    return doc.get("path") or doc["crumb"]  # type: ignore[return-value]
+
+
 def _line(doc: dict[str, object]) -> str:
-    crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
+    crumb = " › ".join(breadcrumb(doc))
     return f"- [{crumb}]({doc['page']}): {doc['line']}"
 
 
@@ -396,7 +403,7 @@ GAP = ("Nothing in the store speaks to this: a gap. Add a source that does (`kbu
 
 
 def _section_text(doc: dict[str, object], body: str) -> str:
-    crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
+    crumb = " › ".join(breadcrumb(doc))
     return f"## {crumb}\n\nFrom [{Path(str(doc['page'])).stem}]({doc['page']}), text.md lines {doc['start']}-{doc['end']}:\n\n{body}\n\n"
 
 
@@ -502,12 +509,12 @@ def compose(store: Path, root: Path, question: str, budget: int, project: str | 
     first_with: dict[str, str] = {}  # a section's words, whitespace aside -> the first section with them
     for row in rows:
         doc, why = row.doc, row.why
-        crumb = " › ".join(doc["crumb"])  # type: ignore[arg-type]
+        crumb = " › ".join(breadcrumb(doc))
         score = round(row.score, 4 if embedder else 3)
         section = Section(f"{crumb} ({doc['page']}, text.md lines {doc['start']}-{doc['end']})", score,
                           [Hit(score, str(doc["page"]), str(doc["source_index"]), _line(doc))], why=why,
                           lines=Lines(root / str(doc["text"]), int(doc["start"]), int(doc["end"]),  # type: ignore[call-overload]
-                                      tuple(doc["crumb"])))  # type: ignore[arg-type]
+                                      tuple(breadcrumb(doc))))
         body = _body(texts, section.lines.text, section.lines.start, section.lines.end)  # type: ignore[union-attr]
         words = " ".join(body.split())
         if words in first_with:
