@@ -135,6 +135,8 @@ A password is a secret value chosen and remembered by the subscriber.
 
 Verifiers **SHALL** require passwords to be at least 8 characters long.
 
+Verifiers **SHALL** limit failed password attempts to no more than 100, per SP 800-63B and FIPS 140-3.
+
 !!! note "Storage"
     Verifiers **SHALL** store passwords salted and hashed, where offline attacks cannot reach them.
 """
@@ -169,6 +171,13 @@ def test_a_standard_kept_as_a_site_builds_clean_and_its_glossarys_old_names_are_
     assert kbuild(tmp_path).exit_code == 0
     view = (tmp_path / "kb/p/artifacts/views/storage.md").read_text()
     assert "- Storage: Verifiers SHALL store passwords salted and hashed, where offline attacks cannot reach them." in view
+    # a spec tests the limit, not the standard's numbers ("SP 800-63B" read as 63 bytes before)
+    assert kbuild(tmp_path, "view", "add", "p", "attempts", "--about", "failed password attempts").exit_code == 0
+    assert kbuild(tmp_path, "spec", "add", "p", "attempts-spec", "--view", "attempts").exit_code == 0
+    assert kbuild(tmp_path).exit_code == 0
+    spec = (tmp_path / "kb/p/artifacts/specs/attempts-spec.md").read_text()
+    assert "(at 100 it holds; at 101 it fails)" in spec, spec
+    assert "63 B" not in spec and "try it at" not in spec, spec  # no limit but the one the rule states
     assert_clean_store(tmp_path)
 
 
