@@ -28,19 +28,24 @@ Sessions MUST time out after 30 minutes of inactivity.
 """
 
 
-@pytest.fixture(scope="module")
-def spec(tmp_path_factory: pytest.TempPathFactory) -> str:
-    root: Path = tmp_path_factory.mktemp("specs")
+def built_spec(root: Path, document: str, about: str, small_facts: bool = False) -> str:
+    """The spec of a view on `about` over one document, built offline in `root`."""
     assert kbuild(root, "init", str(root)).exit_code == 0
-    kbuildfile = root / "Kbuildfile.py"  # small facts: a section each, so that a rule restated is in another fact
-    kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
-    (root / "policy.md").write_text(POLICY)
-    assert kbuild(root, "add", "acct", "policy.md").exit_code == 0
-    assert kbuild(root, "view", "add", "acct", "rules", "--about", "limits").exit_code == 0
-    assert kbuild(root, "spec", "add", "acct", "account-rules", "--view", "rules").exit_code == 0
+    if small_facts:  # a section each, so that a rule restated is in another fact
+        kbuildfile = root / "Kbuildfile.py"
+        kbuildfile.write_text(kbuildfile.read_text().replace("floor_tokens=2000, cap_tokens=4000", "floor_tokens=15, cap_tokens=40"))
+    (root / "document.md").write_text(document)
+    assert kbuild(root, "add", "p", "document.md").exit_code == 0
+    assert kbuild(root, "view", "add", "p", "rules", "--about", about).exit_code == 0
+    assert kbuild(root, "spec", "add", "p", "rules-spec", "--view", "rules").exit_code == 0
     result = kbuild(root)
     assert result.exit_code == 0, result.output
-    return (root / "kb/acct/artifacts/specs/account-rules.md").read_text()
+    return (root / "kb/p/artifacts/specs/rules-spec.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return built_spec(tmp_path_factory.mktemp("specs"), POLICY, "limits", small_facts=True)
 
 
 def requirements(spec: str) -> dict[str, str]:
@@ -105,14 +110,7 @@ should we use for login passwords? Argon2id is the usual answer.
 def test_a_guide_without_capital_keywords_gets_a_spec_of_its_plain_rules(tmp_path: Path):
     """The OWASP cheat sheets write "should" and "must" in lower case: a spec from their views
     was always "a gap", its view full of rules."""
-    assert kbuild(tmp_path, "init", str(tmp_path)).exit_code == 0
-    (tmp_path / "guide.md").write_text(GUIDE)
-    assert kbuild(tmp_path, "add", "web", "guide.md").exit_code == 0
-    assert kbuild(tmp_path, "view", "add", "web", "login", "--about", "logins").exit_code == 0
-    assert kbuild(tmp_path, "spec", "add", "web", "login-api", "--view", "login").exit_code == 0
-    result = kbuild(tmp_path)
-    assert result.exit_code == 0, result.output
-    found = requirements((tmp_path / "kb/web/artifacts/specs/login-api.md").read_text())
+    found = requirements(built_spec(tmp_path, GUIDE, "logins"))
     assert set(found) == {
         "The counter of failed logins should be associated with the account itself, not the source IP address.",
         "Accounts must be locked for 15 minutes after 10 failed logins.",
