@@ -146,6 +146,28 @@ Records of each attempt are kept for a year.
     assert whole == ["Verifiers SHALL require passwords to be a minimum of eight characters in length."]
 
 
+def test_a_name_glued_to_its_version_is_the_name_the_sources_write_apart():
+    """A view on "OAuth2" held the one sentence that wrote "OAuth2", where the sheet writes "OAuth
+    2.0" throughout (1 statement against 32 for "OAuth"). A glued name the sources write often
+    ("AAL2") stays itself: "AAL1" is not "AAL2"."""
+    sheet = """# OAuth 2.0 Protocol
+
+## Clients
+
+OAuth 2.0 clients SHOULD use PKCE. Public OAuth clients MUST NOT hold a client secret.
+Refresh tokens issued to OAuth clients SHOULD be sender-constrained. See the OAuth2 Cheat Sheet.
+
+## Levels
+
+At AAL1, one factor is enough. AAL2 requires two factors. AAL2 verifiers resist replay.
+AAL2 sessions end after 12 hours. AAL3 needs a hardware authenticator.
+"""
+    said = [h.sentence for h in rank("OAuth2", candidates({"oauth.md": sheet}))]
+    assert "OAuth 2.0 clients SHOULD use PKCE." in said and len(said) >= 3, said
+    levels = [h.sentence for h in rank("AAL2", candidates({"oauth.md": sheet}))]
+    assert "AAL2 requires two factors." in levels and "At AAL1, one factor is enough." not in levels, levels
+
+
 def test_a_requirement_under_headings_that_name_the_subject_is_on_it():
     """A standard states its rules under "Rate Limiting (Throttling)" without saying "throttling"
     again: a view on throttling was a gap. A requirement (RFC 2119) under such headings is kept;

@@ -301,6 +301,25 @@ def rank(about: str, candidates: Sequence[Candidate], per_source: int = PER_SOUR
     return [best[n] for n in _said_once(candidates, sorted(best))]
 
 
+# a name glued to its version: "OAuth2", "HTTP2", "Python3"
+GLUED = re.compile(r"([a-z]{3,})\d{1,2}")
+SELDOM = 3  # sentences: a glued name fewer hold than this, where more hold the name alone, is that name
+
+
+def _unglued(wanted: list[str], candidates: Sequence[Candidate]) -> list[str]:
+    """The request's words, a glued name ("OAuth2") read as the name the sources write apart
+    ("OAuth 2.0") where they seldom write it glued: a view on "OAuth2" held one sentence of a sheet
+    that says "OAuth 2.0" throughout. A glued name they write often stays itself ("AAL2" is not
+    "AAL1")."""
+    glued = {t: m.group(1) for t in wanted if (m := GLUED.fullmatch(t))}
+    if not glued:
+        return wanted
+    asked = set(glued) | set(glued.values())
+    held = Counter(t for c in candidates for t in set(content_terms(c.passage.text)) & asked)
+    return list(dict.fromkeys(name if (name := glued.get(t)) and held[t] < SELDOM <= held[name] else t
+                              for t in wanted))
+
+
 def _rank_subject(about: str, candidates: Sequence[Candidate], per_source: int, same: SameWords | None) -> list[Hit]:
     """`rank` for one subject."""
     shown = candidates
@@ -312,6 +331,7 @@ def _rank_subject(about: str, candidates: Sequence[Candidate], per_source: int, 
     wanted = list(dict.fromkeys(content_terms(about)))
     if not wanted or not candidates:
         return []
+    wanted = _unglued(wanted, candidates)
     relations = related(about)
     pairs = phrases(about) | relations
     said = [phrases(c.passage.text) & pairs for c in candidates]
