@@ -75,6 +75,16 @@ def first_sentence(words: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _path(title: str, heads: list[str], inside: list[str], own_lines: list[str]) -> list[str]:
+    """Where a section starts, as a reader is shown it: the headings over it, and the first it
+    holds only when its words open with that heading. A part that runs into the next heading
+    ("Revocation", then "## Auditing") is not under it."""
+    over = {_plain(h) for h in [title, *heads]}
+    opening = next((plain for line in own_lines
+                    if (plain := _plain(line)) and plain not in over and not UNDERLINE.fullmatch(line.strip())), "")
+    return [title, *heads, *inside[:1]] if inside and opening == inside[0].lower() else [title, *heads]
+
+
 @rule(version=1, uses=(slicing, _plain, region_of), parts=True)
 async def region_sections(ctx: KnowledgeContext, project: str, source: str, region: int) -> dict[str, Any]:
     """Where one region's sections stand: its text cut at headings (a long section at
@@ -119,7 +129,7 @@ def section_line(section: dict[str, Any]) -> str:
 
 
 @rule(version=6, uses=(ranking, token_counting, rewritten_sections, first_sentence, place_of,
-                       section_line, injection), settings=("store",))
+                       section_line, injection, _path), settings=("store",))
 async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: str) -> dict[str, Any]:
     """One fact's sections and its summary for search, each with where it stands (its fact
     page, its lines of text.md), its breadcrumb and its size, as its line of sections.json
@@ -152,16 +162,12 @@ async def fact_sections(ctx: KnowledgeContext, project: str, source: str, slug: 
     sections, counted = [], []
     for piece, heading in zip(pieces, heading_of):
         nth, seen[heading] = seen[heading], seen[heading] + 1
-        body = "\n".join(lines[piece["start"] - place.start:piece["end"] - place.start + 1])
+        own_lines = lines[piece["start"] - place.start:piece["end"] - place.start + 1]
+        body = "\n".join(own_lines)
         heads = [h for h in piece["headings"] if h != doc.title]
         inside = [c for c in piece["covers"] if c not in heads and c != doc.title]
         crumb = [doc.title, *heads, *inside]  # every heading over or in it: its words are searched
-        # where it starts, as a reader is shown it: a part that runs into the next heading
-        # ("Revocation", then "## Auditing") is not under it
-        named = {_plain(h) for h in [doc.title, *heads]}
-        opening = next((line for line in lines[piece["start"] - place.start:piece["end"] - place.start + 1]
-                        if _plain(line) and _plain(line) not in named and not UNDERLINE.fullmatch(line.strip())), "")
-        path = [doc.title, *heads, *inside[:1]] if inside and _plain(opening) == inside[0].lower() else [doc.title, *heads]
+        path = _path(doc.title, heads, inside, own_lines)
         counts = Counter(tokens(body))
         named = piece["covers"] or piece["headings"][-1:]  # the section's own headings
         for heading in crumb[1:]:

@@ -85,9 +85,9 @@ async def spec_page(ctx: KnowledgeContext, project: str, name: str) -> SpecPage:
             raise Problem(f"{project}/specs/{name}: requirement R{n} says {', '.join(missing)}, "
                           "which its facts do not; the spec was not written")
         if normative_keyword(req["statement"], plain) is None:
-            said = "must, shall or should" if plain else "RFC 2119 keyword"
-            raise Problem(f"{project}/specs/{name}: requirement R{n} carries no {said} used as one "
-                          f"({'its view writes them in lower case' if plain else 'MUST, SHALL, SHOULD, MAY ...'}); "
+            wanted = ("must, shall or should (its view writes no keyword in capitals)" if plain
+                      else "RFC 2119 keyword (MUST, SHALL, SHOULD, MAY ...)")
+            raise Problem(f"{project}/specs/{name}: requirement R{n} carries no {wanted} used as one; "
                           "the spec was not written")
         untestable = acceptance_failures(req["statement"], req["acceptance"])
         if untestable:

@@ -268,6 +268,11 @@ ENTRY_ALIAS = re.compile(rf"\b(?:[Tt]his|[Tt]he (?:term|concept|idea|practice)|[
 TERM_AND_BRACKETED = re.compile(r"^(?P<name>[^()]+?) \((?P<other>[^()]{2,40})\)$")
 
 
+def _spelled_out(term: str, means: str) -> bool:
+    """Whether a listed term is an acronym its listed words spell ("AAL": "Authentication Assurance Level")."""
+    return re.fullmatch(r"[A-Z][A-Za-z0-9]{1,9}", term) is not None and _spells(means.split(), term.rstrip("s"))
+
+
 def listed_definitions(text: str) -> list[Definition]:
     """The terms a text's lists of abbreviations and definitions give, in the order they stand."""
     found: list[tuple[int, Definition]] = []
@@ -276,7 +281,7 @@ def listed_definitions(text: str) -> list[Definition]:
             term = inline_words(match.group("term")).strip()
             means = inline_words(match.group("means")).strip().rstrip(".").strip()
             entry = f"{term}: {means}"
-            if re.fullmatch(r"[A-Z][A-Za-z0-9]{1,9}", term) and _spells(means.split(), term.rstrip("s")):
+            if _spelled_out(term, means):
                 found.append((match.start(), Definition(term, means, "acronym", entry)))
             elif pattern is DEFINITION_LIST and len(term.split()) <= 8:
                 found += [(match.start(), d) for d in _glossary_entry(term, means, entry)]
@@ -295,8 +300,7 @@ def _glossary_sections(text: str) -> list[tuple[int, Definition]]:
         elif inside and (item := GLOSSARY_ITEM.match(line.rstrip("\n"))):
             term = inline_words(item.group("bold") or item.group("plain")).strip()
             means = inline_words(item.group("means")).strip().rstrip(".").strip()
-            if term and len(term.split()) <= 6 and term.lower() not in ASIDES and not (re.fullmatch(r"[A-Z][A-Za-z0-9]{1,9}", term)
-                                                         and _spells(means.split(), term.rstrip("s"))):
+            if term and len(term.split()) <= 6 and term.lower() not in ASIDES and not _spelled_out(term, means):
                 found += [(at, d) for d in _glossary_entry(term, means, f"{term}: {means}")]
         at += len(line)
     return found

@@ -33,8 +33,8 @@ RST_EXPLICIT = re.compile(r"^\.\.\s+(?:\[[^\]]+\]|_[^:]+:|\S)")  # footnotes, li
 # "<mail at host>" of a header, as written or quoted as code whole (`a<b>` is code, and stays)
 ANGLED = re.compile(r"\s*(?:`<[^<>\n`]*>`|(?<![`\w])<[^<>\n`]*>(?![`\w]))")
 FIELD = re.compile(r"^[A-Z][\w-]*(?: [\w-]+)?:\s+\S")  # "Author: ...", a header's field (PEPs, RFC 822)
-# Sections that list where things come from rather than say anything: not prose for a summary or a view
 QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")  # a blockquote's marks at a line's start, nested ones too
+# Sections that list where things come from rather than say anything: not prose for a summary or a view
 REFERENCE_HEADING = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(references?|bibliography|footnotes?|citations?|"
                                r"works cited|further reading|see also|links|copyright)\W*$", re.I)
 
